@@ -1,0 +1,1 @@
+"""hpcgym's baselines package."""

@@ -1,0 +1,1 @@
+"""hpcgym's experiments package."""

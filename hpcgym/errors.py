@@ -1,0 +1,60 @@
+"""The exceptions hpcgym raises; every message says what went wrong and how to fix it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class HpcgymError(Exception):
+    """Base class of every hpcgym error."""
+
+
+class TraceFormatError(HpcgymError, ValueError):
+    """A trace file is malformed: the message names the file, the line and the field."""
+
+    def __init__(self, path: object, line: int | None, field: str | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        where = self.path if line is None else f"{self.path}, line {line}"
+        what = f" field {field!s}:" if field else ""
+        super().__init__(f"{where}:{what} {message}")
+
+
+class InvalidJobError(HpcgymError, ValueError):
+    """A job cannot run on the machine (raised with ``on_invalid="error"``)."""
+
+    def __init__(self, path: object, line: int | None, field: str, reason: str):
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.reason = reason
+        where = self.path if line is None else f"{self.path}, line {line}"
+        super().__init__(
+            f"{where}: field {field}: invalid job ({reason}). "
+            'Pass on_invalid="drop" to skip such jobs with a warning that counts them.'
+        )
+
+
+class UnknownMachineError(HpcgymError, KeyError):
+    """A machine (or trace) name is not in the catalog; suggests the closest names."""
+
+    def __init__(self, name: str, known: Iterable[str], what: str = "machine"):
+        known = sorted(known)
+        close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        self.name = name
+        super().__init__(f"Unknown {what} {name!r}.{hint} Known: {', '.join(known)}.")
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+class DependencyNotInstalled(HpcgymError, ImportError):
+    """An optional dependency is missing; the message names the pip extra that provides it."""
+
+    def __init__(self, package: str, extra: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(f"{package} is not installed. Install it with: pip install 'hpcgym[{extra}]'")

@@ -1,0 +1,207 @@
+"""The canonical job table: column names, dtypes, status codes and validation.
+
+Every reader produces, and every consumer accepts, a :class:`pandas.DataFrame` with one row per job, sorted by
+submit time (ties by job id), in integer seconds relative to the trace start:
+
+========== ======= ============================================================================
+column     dtype   meaning
+========== ======= ============================================================================
+job_id     int64   the job's number in the source
+submit     int64   submit time, seconds since the trace start
+run        int64   actual runtime in seconds (rounded up to whole seconds)
+walltime   int64   requested time (the user's estimate); equals ``run`` when unknown
+nodes      int64   requested whole nodes
+procs      int64   the processors the source recorded (-1 when unknown)
+user       int64   user id (-1 when unknown)
+group      int64   group id (-1 when unknown)
+queue      int64   queue id (-1 when unknown)
+status     category one of :data:`STATUSES`
+walltime_known bool False where the estimate was missing and set to ``run`` (a perfect estimate)
+========== ======= ============================================================================
+
+Readers may add the optional SWF columns of :data:`OPTIONAL_COLUMNS`; the SWF writer writes them back.
+The table's ``attrs`` carry the metadata: ``name``, ``machine`` (a :class:`~hpcgym.machines.Machine`),
+``header`` (dict), ``unix_start_time`` (int) and ``invalid`` (reason -> count of dropped jobs).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from hpcgym.errors import InvalidJobError
+
+OnInvalid = Literal["drop", "error"]
+
+COLUMNS: dict[str, str] = {
+    "job_id": "int64",
+    "submit": "int64",
+    "run": "int64",
+    "walltime": "int64",
+    "nodes": "int64",
+    "procs": "int64",
+    "user": "int64",
+    "group": "int64",
+    "queue": "int64",
+    "status": "category",
+    "walltime_known": "bool",
+}
+
+#: Extra SWF fields kept when a reader has them (name -> SWF field number, 1-based).
+OPTIONAL_COLUMNS: dict[str, int] = {
+    "wait": 3,
+    "alloc_procs": 5,
+    "cpu_time": 6,
+    "mem_used": 7,
+    "req_procs": 8,
+    "mem_req": 10,
+    "executable": 14,
+    "partition": 16,
+    "preceding_job": 17,
+    "think_time": 18,
+}
+
+#: Canonical job statuses. SWF codes map onto the first six; ``killed`` (ALCF) and ``timeout`` (LANL) are
+#: jobs ended at their walltime, written to SWF as 0 (failed).
+STATUSES: tuple[str, ...] = (
+    "failed",
+    "completed",
+    "partial",
+    "partial_completed",
+    "partial_failed",
+    "cancelled",
+    "killed",
+    "timeout",
+    "unknown",
+)
+SWF_STATUS = {0: "failed", 1: "completed", 2: "partial", 3: "partial_completed", 4: "partial_failed",
+              5: "cancelled", -1: "unknown"}
+STATUS_TO_SWF = {v: k for k, v in SWF_STATUS.items()} | {"killed": 0, "timeout": 0}
+
+#: Invalid-job reasons, in the order they are checked, with the field each one names.
+INVALID_REASONS: dict[str, str] = {
+    "submit unknown": "submit",
+    "run <= 0": "run",
+    "nodes <= 0": "nodes",
+    "nodes > machine": "nodes",
+}
+
+
+def status_categorical(values: Sequence[str] | np.ndarray) -> pd.Categorical:
+    """Return ``values`` as the canonical status categorical."""
+    return pd.Categorical(values, categories=STATUSES)
+
+
+def finalize(df: pd.DataFrame) -> pd.DataFrame:
+    """Cast to the canonical dtypes, order the columns, and sort by (submit, job_id)."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"job table lacks the columns {missing}; see hpcgym.jobs.COLUMNS")
+    for col, dtype in COLUMNS.items():
+        if col == "status":
+            if not isinstance(df[col].dtype, pd.CategoricalDtype) or list(df[col].cat.categories) != list(
+                STATUSES
+            ):
+                df[col] = status_categorical(df[col].astype(str))
+        elif df[col].dtype != dtype:
+            df[col] = df[col].astype(dtype)
+    extra = [c for c in OPTIONAL_COLUMNS if c in df.columns]
+    out = df[list(COLUMNS) + extra]
+    order = np.lexsort((out["job_id"].to_numpy(), out["submit"].to_numpy()))
+    if not np.all(order[1:] > order[:-1]):
+        out = out.iloc[order]
+    return out.reset_index(drop=True)
+
+
+def invalid_reasons(df: pd.DataFrame, max_nodes: int | None) -> np.ndarray:
+    """Return, per row, the index into :data:`INVALID_REASONS` of its first failed check, or -1 if valid."""
+    reason = np.full(len(df), -1, dtype=np.int8)
+    checks = [
+        df["submit"].to_numpy() < 0,
+        df["run"].to_numpy() <= 0,
+        df["nodes"].to_numpy() <= 0,
+        (df["nodes"].to_numpy() > max_nodes) if max_nodes else np.zeros(len(df), bool),
+    ]
+    for i, bad in reversed(list(enumerate(checks))):
+        reason[bad] = i
+    return reason
+
+
+def apply_invalid_policy(
+    df: pd.DataFrame,
+    max_nodes: int | None,
+    on_invalid: OnInvalid,
+    path: str | Path,
+    lines: np.ndarray | None = None,
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Drop invalid jobs with one warning that counts them by reason, or raise on the first one.
+
+    Args:
+        df: a job table (not yet sorted: row order must match ``lines``).
+        max_nodes: the machine size; ``None`` skips the size check.
+        on_invalid: ``"drop"`` (warn and drop) or ``"error"`` (raise :class:`InvalidJobError`).
+        path: the source file, for messages.
+        lines: the 1-based source line of each row, for messages.
+
+    Returns:
+        The valid rows and a dict ``reason -> count`` of the dropped ones.
+    """
+    if on_invalid not in ("drop", "error"):
+        raise ValueError(f'on_invalid must be "drop" or "error", not {on_invalid!r}')
+    reason = invalid_reasons(df, max_nodes)
+    bad = reason >= 0
+    if not bad.any():
+        return df, {}
+    names = list(INVALID_REASONS)
+    if on_invalid == "error":
+        first = int(np.flatnonzero(bad)[0])
+        name = names[reason[first]]
+        line = int(lines[first]) if lines is not None else None
+        detail = name if name != "nodes > machine" else f"{df['nodes'].iat[first]} nodes > {max_nodes}"
+        raise InvalidJobError(path, line, INVALID_REASONS[name], f"job {df['job_id'].iat[first]}: {detail}")
+    counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
+    summary = ", ".join(f"{n} {r}" for r, n in counts.items())
+    warnings.warn(
+        f"{path}: dropped {int(bad.sum())} invalid jobs of {len(df)} ({summary}). "
+        'Pass on_invalid="error" to stop at the first one.',
+        stacklevel=3,
+    )
+    return df.loc[~bad], counts
+
+
+def validate(df: pd.DataFrame, max_nodes: int | None = None) -> None:
+    """Raise ``ValueError`` unless ``df`` is a canonical, sorted job table of valid jobs."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"job table lacks the columns {missing}; see hpcgym.jobs.COLUMNS")
+    for col, dtype in COLUMNS.items():
+        if col != "status" and str(df[col].dtype) != dtype:
+            raise ValueError(f"column {col!r} has dtype {df[col].dtype}, expected {dtype}")
+    submit = df["submit"].to_numpy()
+    if np.any(np.diff(submit) < 0):
+        raise ValueError("job table is not sorted by submit time; pass it through hpcgym.jobs.finalize")
+    reason = invalid_reasons(df, max_nodes)
+    if (reason >= 0).any():
+        i = int(np.flatnonzero(reason >= 0)[0])
+        raise ValueError(f"job {df['job_id'].iat[i]} is invalid: {list(INVALID_REASONS)[reason[i]]}")
+
+
+def empty() -> pd.DataFrame:
+    """Return an empty canonical job table."""
+    df = pd.DataFrame({c: pd.Series(dtype="int64" if d == "category" else d) for c, d in COLUMNS.items()})
+    df["status"] = status_categorical([])
+    return df
+
+
+def offered_load(df: pd.DataFrame, machine_nodes: int) -> float:
+    """Node-seconds of work submitted per node-second of the submit span (>1 means overloaded)."""
+    if len(df) < 2:
+        return float("nan")
+    span = float(df["submit"].iat[-1] - df["submit"].iat[0])
+    work = float(np.dot(df["nodes"].to_numpy(np.float64), df["run"].to_numpy(np.float64)))
+    return work / (machine_nodes * span) if span > 0 else float("inf")

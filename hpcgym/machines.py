@@ -1,0 +1,142 @@
+"""The machine catalog: node-granular machines with the facts needed to map traces onto them.
+
+A :class:`Machine` is a number of identical nodes. Traces record processors; ``procs_are_nodes`` says whether a
+machine's logs count nodes instead of cores (the Theta SWF log does), which decides how processors map to nodes:
+``nodes = procs`` if so, else ``ceil(procs / cores_per_node)``.
+
+>>> get("theta").nodes
+4392
+>>> get("sdsc-sp2").cores_per_node
+1
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hpcgym.errors import UnknownMachineError
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A node-granular machine.
+
+    Attributes:
+        name: catalog key, lower case.
+        nodes: number of schedulable nodes.
+        cores_per_node: cores (processors) per node.
+        source: where the figures come from.
+        procs_are_nodes: whether this machine's traces record nodes in their processor fields.
+        description: a short human description.
+    """
+
+    name: str
+    nodes: int
+    cores_per_node: int = 1
+    source: str = ""
+    procs_are_nodes: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.nodes <= 0 or self.cores_per_node <= 0:
+            raise ValueError(f"machine {self.name!r} needs positive nodes and cores_per_node")
+
+    @property
+    def cores(self) -> int:
+        """Total cores."""
+        return self.nodes * self.cores_per_node
+
+    def procs_to_nodes(self, procs: int) -> int:
+        """Whole nodes needed for ``procs`` processors as this machine's traces count them."""
+        if procs <= 0:
+            return procs
+        return procs if self.procs_are_nodes else math.ceil(procs / self.cores_per_node)
+
+    def scaled(self, nodes: int, name: str | None = None) -> Machine:
+        """A copy with another node count (for tiling traces onto bigger machines)."""
+        return replace(self, nodes=nodes, name=name or f"{self.name}-x{nodes}")
+
+
+_PWA = "Parallel Workloads Archive log header (Feitelson et al., JPDC 74(10), 2014)"
+
+CATALOG: dict[str, Machine] = {
+    m.name: m
+    for m in [
+        Machine("theta", 4392, 64, "ALCF Theta (Cray XC40, KNL); ALCF job data", procs_are_nodes=True,
+                description="ALCF Theta, 4,392 KNL nodes x 64 cores. Its SWF log records nodes."),
+        Machine("trinity", 9408, 32, "LANL Trinity Haswell partition, as in the public OpenTrinity trace",
+                description="LANL Trinity, 9,408 Haswell nodes x 32 cores. No full public trace is shipped."),
+        Machine("mustang", 1600, 24, "LANL Mustang; Amvrosiadis et al., USENIX ATC 2018",
+                description="LANL Mustang, 1,600 nodes x 24 cores."),
+        Machine("mira", 49152, 16, "ALCF Mira (IBM BG/Q); ALCF job data",
+                description="ALCF Mira, 49,152 BG/Q nodes x 16 cores."),
+        Machine("thetagpu", 24, 8, "ALCF ThetaGPU (24 DGX A100 nodes, 8 GPUs each); ALCF job data",
+                description="ALCF ThetaGPU, 24 DGX A100 nodes. Its logs' node_num equals gpu_num."),
+        Machine("sdsc-sp2", 128, 1, _PWA + ": SDSC-SP2-1998-4.2-cln (MaxNodes 128, MaxProcs 128)",
+                description="SDSC IBM SP2, 128 nodes."),
+        Machine("hpc2n", 120, 2, _PWA + ": HPC2N-2002-2.2-cln (120 dual-CPU nodes, MaxProcs 240)",
+                description="HPC2N Seth Linux cluster, 120 nodes x 2 CPUs."),
+        Machine("cea-curie", 5544, 16, _PWA + ": CEA-Curie-2011-2.1-cln (MaxNodes 5544, MaxProcs 93312)",
+                description="CEA Curie: 5,040 thin (16-core) + 360 fat + 144 hybrid nodes; mapped as 16-core "
+                "nodes, so jobs above 88,704 processors do not fit."),
+        Machine("lublin-256", 256, 1, "Lublin & Feitelson, JPDC 63(11), 2003; lublin_256.swf (MaxNodes 256)",
+                description="The Lublin-Feitelson model's 256-node machine."),
+        Machine("kth-sp2", 100, 1, _PWA + ": KTH-SP2-1996 (MaxProcs 100)", description="KTH IBM SP2, 100 nodes."),
+        Machine("sdsc-par", 416, 1, _PWA + ": SDSC-Par-1995/1996 (MaxProcs 416)",
+                description="SDSC Intel Paragon, 416 nodes."),
+        Machine("sdsc-blue", 144, 8, _PWA + ": SDSC-BLUE-2000 (MaxProcs 1152)",
+                description="SDSC Blue Horizon, 144 nodes x 8 CPUs."),
+        Machine("llnl-atlas", 1152, 8, _PWA + ": LLNL-Atlas-2006 (MaxProcs 9216)",
+                description="LLNL Atlas, 1,152 nodes x 8 cores."),
+        Machine("anl-intrepid", 40960, 4, _PWA + ": ANL-Intrepid-2009 (MaxProcs 163840)",
+                description="ANL Intrepid (BG/P), 40,960 nodes x 4 cores."),
+        Machine("ricc", 1024, 8, _PWA + ": RICC-2010 (MaxProcs 8192)", description="RIKEN RICC, 1,024 nodes x 8."),
+    ]
+}
+
+ALIASES: dict[str, str] = {"sdsc_sp2": "sdsc-sp2", "curie": "cea-curie", "lublin256": "lublin-256",
+                           "lublin": "lublin-256", "lanl-mustang": "mustang", "alcf-theta": "theta"}
+
+
+def get(name: str | Machine) -> Machine:
+    """Look a machine up by name (case-insensitive, with aliases); a :class:`Machine` passes through."""
+    if isinstance(name, Machine):
+        return name
+    key = name.lower().replace("_", "-")
+    key = ALIASES.get(key, key)
+    if key not in CATALOG:
+        raise UnknownMachineError(name, list(CATALOG) + list(ALIASES))
+    return CATALOG[key]
+
+
+def register(machine: Machine, overwrite: bool = False) -> None:
+    """Add a machine to the catalog."""
+    if machine.name in CATALOG and not overwrite:
+        raise ValueError(f"machine {machine.name!r} exists; pass overwrite=True to replace it")
+    CATALOG[machine.name] = machine
+
+
+def _header_int(header: dict[str, Any], key: str) -> int | None:
+    try:
+        value = int(str(header.get(key, "")).split()[0])
+    except (ValueError, IndexError):
+        return None
+    return value if value > 0 else None
+
+
+def from_swf_header(header: dict[str, Any], name: str | None = None) -> Machine:
+    """Build a machine from an SWF header's ``MaxNodes``/``MaxProcs`` fields.
+
+    When both are given and ``MaxProcs`` is a multiple of ``MaxNodes`` the node has that many cores; otherwise a
+    node is one processor.
+    """
+    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    if max_nodes is None and max_procs is None:
+        raise ValueError("the SWF header has neither MaxNodes nor MaxProcs; pass machine= explicitly")
+    label = name or str(header.get("Installation") or header.get("Computer") or "swf-machine").strip()
+    if max_nodes and max_procs and max_procs % max_nodes == 0:
+        cores = max_procs // max_nodes
+        return Machine(label.lower(), max_nodes, cores, "SWF header")
+    return Machine(label.lower(), max_procs or max_nodes, 1, "SWF header")

@@ -1,0 +1,58 @@
+"""Command line: ``python -m hpcgym.traces info <file-or-name>`` and ``python -m hpcgym.traces list``."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import machines, traces
+from hpcgym.jobs import offered_load
+
+
+def summary(df: pd.DataFrame) -> dict[str, object]:
+    """The figures ``info`` prints, as a dict."""
+    mach = machines.get(df.attrs["machine"])
+    span = int(df["submit"].iat[-1] - df["submit"].iat[0]) if len(df) else 0
+    start = df.attrs.get("unix_start_time", 0)
+    return {
+        "trace": df.attrs.get("name", "?"),
+        "machine": f"{mach.name} ({mach.nodes:,} nodes x {mach.cores_per_node} cores)",
+        "jobs": len(df),
+        "span": f"{span / 86400:.1f} days" + (f" from {pd.Timestamp(start, unit='s')} UTC" if start else ""),
+        "offered load": round(offered_load(df, mach.nodes), 3),
+        "users": int(df["user"].nunique()),
+        "nodes (median / max)": f"{int(np.median(df['nodes']))} / {int(df['nodes'].max())}",
+        "runtime median (s)": int(np.median(df["run"])),
+        "walltime known": f"{df['walltime_known'].mean():.1%}",
+        "invalid jobs dropped": df.attrs.get("invalid") or "none",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI."""
+    parser = argparse.ArgumentParser(prog="python -m hpcgym.traces", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="summarize a trace file or a bundled trace name")
+    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV) or a bundled name such as 'theta'")
+    info.add_argument("--format", choices=["swf", "alcf", "mustang"], default=None, help="default: from the name")
+    info.add_argument("--machine", default=None, help="machine name (default: the header or the format's machine)")
+    sub.add_parser("list", help="list the bundled traces")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for name, t in traces.BUNDLED.items():
+            print(f"{name:16} {t.machine:11} {t.description}  [{t.citation}]")
+        return 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the drops are reported in the summary below
+        df = traces.read(args.trace, format=args.format, machine=args.machine)
+    for key, value in summary(df).items():
+        print(f"{key:22} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Chronological train/test splits and job windows (the episode protocol of DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Split = Literal["train", "test", "all"]
+
+
+def split_index(n_jobs: int, part: Split, train_fraction: float = 0.7) -> tuple[int, int]:
+    """The ``[lo, hi)`` row range of a chronological split: the first ``train_fraction`` of jobs is train."""
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1), not {train_fraction}")
+    cut = int(round(n_jobs * train_fraction))
+    ranges = {"train": (0, cut), "test": (cut, n_jobs), "all": (0, n_jobs)}
+    if part not in ranges:
+        raise ValueError(f"split must be 'train', 'test' or 'all', not {part!r}")
+    return ranges[part]
+
+
+def split(df: pd.DataFrame, part: Split, train_fraction: float = 0.7) -> pd.DataFrame:
+    """Return the chronological ``part`` of a (submit-sorted) job table, with its attrs."""
+    lo, hi = split_index(len(df), part, train_fraction)
+    out = df.iloc[lo:hi].reset_index(drop=True)
+    out.attrs = dict(df.attrs, split=part)
+    return out
+
+
+def window(df: pd.DataFrame, n_jobs: int, rng: np.random.Generator | int | None = None,
+           start: int | None = None) -> pd.DataFrame:
+    """``n_jobs`` consecutive jobs from a random (or given) start, submit times rebased to the first job."""
+    if n_jobs > len(df):
+        raise ValueError(f"a window of {n_jobs} jobs does not fit in a table of {len(df)}")
+    if start is None:
+        start = int(np.random.default_rng(rng).integers(0, len(df) - n_jobs + 1))
+    out = df.iloc[start:start + n_jobs].reset_index(drop=True)
+    out["submit"] = out["submit"] - out["submit"].iat[0]
+    out.attrs = dict(df.attrs, window_start=start)
+    return out
