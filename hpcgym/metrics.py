@@ -1,0 +1,68 @@
+"""Per-job records and the metrics of a schedule (DESIGN.md, "Metrics").
+
+A record table has one row per job: ``job_id, submit, start, end, wait, run, walltime, nodes, bsld`` where
+``run`` is the time the job actually held its nodes (``min(run, walltime)`` when killed at its walltime).
+
+- wait = start - submit; turnaround = end - submit
+- bounded slowdown: ``bsld = max((wait + run) / max(run, 10), 1)``
+- utilization = sum(nodes x run) / (machine nodes x (last end - first submit))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+TAU = 10  # seconds: the bound of bounded slowdown
+
+
+def bounded_slowdown(wait: np.ndarray, run: np.ndarray, tau: int = TAU) -> np.ndarray:
+    """``max((wait + run) / max(run, tau), 1)``, element-wise."""
+    return np.maximum((wait + run) / np.maximum(run, tau), 1.0)
+
+
+def records(jobs: pd.DataFrame, start: np.ndarray, hold: np.ndarray) -> pd.DataFrame:
+    """Per-job records from a job table, the start times and the hold times (actual runtimes)."""
+    submit = jobs["submit"].to_numpy(np.int64)
+    wait = start - submit
+    return pd.DataFrame({
+        "job_id": jobs["job_id"].to_numpy(), "submit": submit, "start": start, "end": start + hold,
+        "wait": wait, "run": hold, "walltime": jobs["walltime"].to_numpy(np.int64),
+        "nodes": jobs["nodes"].to_numpy(np.int64), "bsld": bounded_slowdown(wait, hold),
+    })
+
+
+def utilization(rec: pd.DataFrame, machine_nodes: int) -> float:
+    """Node-seconds used over node-seconds available from the first submit to the last end."""
+    span = float(rec["end"].max() - rec["submit"].min())
+    used = float(np.dot(rec["nodes"].to_numpy(np.float64), rec["run"].to_numpy(np.float64)))
+    return used / (machine_nodes * span) if span > 0 else float("nan")
+
+
+def summarize(rec: pd.DataFrame, machine_nodes: int) -> dict[str, float]:
+    """Mean, median, p95 and max of wait, turnaround and bsld; utilization; makespan; job count."""
+    out: dict[str, float] = {"jobs": float(len(rec))}
+    turnaround = rec["end"] - rec["submit"]
+    for name, values in (("wait", rec["wait"]), ("turnaround", turnaround), ("bsld", rec["bsld"])):
+        v = values.to_numpy(np.float64)
+        out[f"{name}_mean"] = float(v.mean())
+        out[f"{name}_median"] = float(np.median(v))
+        out[f"{name}_p95"] = float(np.percentile(v, 95))
+        out[f"{name}_max"] = float(v.max())
+    out["utilization"] = utilization(rec, machine_nodes)
+    out["makespan"] = float(rec["end"].max() - rec["submit"].min())
+    return out
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_boot: int = 2000,
+                 seed: int | np.random.Generator | None = 0) -> tuple[float, float, float]:
+    """Mean of per-window values with a percentile bootstrap confidence interval: (mean, low, high)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        raise ValueError("bootstrap_ci needs at least one value")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    return float(v.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1.0 - alpha))

@@ -1,0 +1,86 @@
+"""Priority policies: the protocol the simulator accepts, and the compiled scores of the built-in formulas.
+
+A policy gives each queued job a score; the lowest runs first, ties going to the earlier submit, then the lower
+job id. The built-in formulas are compiled into the engine and picked by code; any other *static* priority (one
+that does not change while a job waits) plugs in as :class:`PriorityPolicy` with a ``key`` function that maps a
+job table to one score per job. The named heuristics users pick from live in :mod:`baselines.priorities`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numba as nb
+import numpy as np
+import pandas as pd
+
+# Codes of the compiled formulas. w = now - submit, r = walltime, n = nodes, s = submit.
+FCFS, SJF, LJF, SAF, WFP3, UNICEP, F1, KEY = range(8)
+DYNAMIC_CODES = (WFP3, UNICEP)
+
+
+@nb.njit(cache=True)
+def score(code: int, now: int, submit: int, wall: int, nodes: int, key: float) -> float:  # pragma: no cover
+    """The score of one job; lower runs first. ``key`` is the precomputed score of a custom static policy."""
+    if code == FCFS:
+        return float(submit)
+    if code == SJF:
+        return float(wall)
+    if code == LJF:
+        return -float(wall)
+    if code == SAF:
+        return float(wall) * float(nodes)
+    if code == WFP3:
+        x = (now - submit) / wall
+        return -x * x * x * nodes
+    if code == UNICEP:
+        lg = math.log2(nodes) if nodes > 1 else 1.0
+        return -(now - submit) / (lg * wall)
+    if code == F1:
+        return math.log10(wall) * nodes + 870.0 * math.log10(max(submit, 1))
+    return key
+
+
+@dataclass(frozen=True)
+class PriorityPolicy:
+    """A priority rule the engine can run.
+
+    Attributes:
+        name: short name (``"fcfs"``).
+        code: one of the compiled formula codes, or :data:`KEY` for a custom static key.
+        key: for ``code == KEY``: maps a job table to one float score per row (lower runs first).
+        description: the formula, for docs and tables.
+    """
+
+    name: str
+    code: int
+    key: Callable[[pd.DataFrame], np.ndarray] | None = field(default=None, compare=False)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.code == KEY and self.key is None:
+            raise ValueError(f"policy {self.name!r}: a custom policy (code KEY) needs a key function")
+        if not 0 <= self.code <= KEY:
+            raise ValueError(f"policy {self.name!r}: unknown code {self.code}")
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether scores change while jobs wait (then every pass re-sorts the queue)."""
+        return self.code in DYNAMIC_CODES
+
+    def keys(self, jobs: pd.DataFrame) -> np.ndarray:
+        """The custom static keys of ``jobs`` (zeros for the compiled formulas)."""
+        if self.code != KEY:
+            return np.zeros(len(jobs))
+        keys = np.asarray(self.key(jobs), dtype=np.float64)  # type: ignore[misc]
+        if keys.shape != (len(jobs),) or not np.isfinite(keys).all():
+            raise ValueError(f"policy {self.name!r}: key must give one finite score per job")
+        return keys
+
+    def scores(self, now: int, jobs: pd.DataFrame) -> np.ndarray:
+        """Scores of the jobs of ``jobs`` at time ``now`` (a slow helper for inspection and tests)."""
+        keys = self.keys(jobs)
+        cols = [jobs[c].to_numpy(np.int64) for c in ("submit", "walltime", "nodes")]
+        return np.array([score(self.code, now, s, r, n, k) for s, r, n, k in zip(*cols, keys, strict=True)])

@@ -1,0 +1,37 @@
+"""Helpers shared by the simulator tests: random workloads and schedule invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import strategies as st
+
+from hpcgym import jobs
+
+POLICY_NAMES = ["fcfs", "sjf", "wfp3", "unicep", "f1", "ljf", "saf"]
+BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
+
+
+@st.composite
+def workloads(draw, max_jobs: int = 40, machine_nodes: int = 8):
+    """Small random job tables with bursts (equal submit times), overruns (run > walltime) and early ends."""
+    n = draw(st.integers(1, max_jobs))
+    gaps = draw(st.lists(st.sampled_from([0, 0, 1, 3, 7, 20, 50]), min_size=n, max_size=n))
+    submit = np.cumsum(gaps) - gaps[0]
+    wall = np.asarray(draw(st.lists(st.integers(1, 60), min_size=n, max_size=n)))
+    frac = np.asarray(draw(st.lists(st.sampled_from([0.2, 0.5, 1.0, 1.0, 1.5]), min_size=n, max_size=n)))
+    run = np.maximum(1, np.round(wall * frac)).astype(np.int64)
+    nodes = np.asarray(draw(st.lists(st.integers(1, machine_nodes), min_size=n, max_size=n)))
+    df = pd.DataFrame({
+        "job_id": np.arange(1, n + 1), "submit": submit, "run": run, "walltime": wall, "nodes": nodes,
+        "procs": nodes, "user": 0, "group": 0, "queue": -1, "status": "completed", "walltime_known": True,
+    })
+    return jobs.finalize(df)
+
+
+def peak_use(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
+    """Most nodes in use at any instant (a job frees its nodes at its end, before others start then)."""
+    times = np.concatenate([end, start])
+    delta = np.concatenate([-nodes, nodes])
+    order = np.lexsort((delta, times))  # at equal times, releases (negative) first
+    return int(np.cumsum(delta[order]).max(initial=0))
