@@ -410,7 +410,10 @@ def simulate_kernel(submit, hold, wall, nodes, key_in, total, code, mode):  # pr
             i += 1
         if sc[_QE] == sc[_QS]:
             continue
-        if blocked and not (ended or new_head or dynamic):
+        # Skip the full pass when it cannot differ from the last one: nothing freed, the same head, a static
+        # order, and no running job past its estimate (whose "ends now" would move the shadow time with t).
+        overdue = sc[_RN] > 0 and rs[0] // n < t
+        if blocked and not (ended or new_head or dynamic or overdue):
             _arrivals_pass(i0, i, t, code, mode, sc, q, cand, key, start, heap, rs, hold, wall, nodes)
             continue
         h = _full_pass(t, code, mode, sc, q, cand, submit, key, start, heap, rs, hold, wall, nodes)
