@@ -8,7 +8,8 @@
 1
 
 The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole stream in compiled code;
-:mod:`hpcgym.sim.reference` holds the slow SimPy oracle that the tests compare it with.
+:class:`Simulator` runs the same passes one decision at a time, for agents; :mod:`hpcgym.sim.reference` holds the
+slow SimPy oracle that the tests compare both with.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hpcgym.machines import Machine, get
 from hpcgym.sim.core import BACKFILL_MODES, simulate_kernel
 from hpcgym.sim.policy import PriorityPolicy
 
-__all__ = ["BACKFILL_MODES", "PriorityPolicy", "hold_times", "simulate", "start_times"]
+__all__ = ["BACKFILL_MODES", "PriorityPolicy", "Simulator", "hold_times", "simulate", "start_times"]
 
 
 def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
@@ -80,3 +81,6 @@ def simulate(jobs: pd.DataFrame, machine: str | Machine, policy: PriorityPolicy,
     nodes = get(machine).nodes
     start = start_times(jobs, nodes, policy, backfill, kill_at_walltime)
     return metrics.records(jobs, start, hold_times(jobs, kill_at_walltime))
+
+
+from hpcgym.sim.engine import Simulator  # noqa: E402  (it needs the helpers above)

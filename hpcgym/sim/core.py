@@ -18,13 +18,14 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from hpcgym.sim.policy import UNICEP, WFP3, score
+from hpcgym.sim.policy import FCFS, UNICEP, WFP3, score
 
 NONE, EASY, CONSERVATIVE, RLSCHEDULER = range(4)
 BACKFILL_MODES = {"none": NONE, "easy": EASY, "conservative": CONSERVATIVE, "rlscheduler": RLSCHEDULER}
 _BIG = np.iinfo(np.int64).max
 # Slots of the scalar state array.
-_FREE, _QS, _QE, _HN, _RN, _SHADOW, _EXTRA, _LAST_HEAD = range(8)
+_FREE, _QS, _QE, _HN, _RN, _SHADOW, _EXTRA, _LAST_HEAD, _T, _NEXT, _OPEN = range(11)
+N_STATE = 11
 
 
 # ---- small array structures ---------------------------------------------------------------------------------
@@ -331,7 +332,7 @@ def _arrivals_pass(i0, i1, t, code, mode, sc, q, cand, key, start, heap, rs, hol
         return
     nc = i1 - i0
     cand[:nc] = np.arange(i0, i1)
-    if mode == EASY and code != 0:  # priority order (FCFS: already); rlscheduler scans in FCFS order
+    if mode == EASY and code != FCFS:  # priority order (FCFS: already); rlscheduler scans in FCFS order
         cand[:nc] = cand[:nc][np.argsort(key[i0:i1], kind="mergesort")]
     if _backfill(cand, nc, t, mode, sc, start, heap, rs, hold, wall, nodes):
         sc[_QE] = _compact(q, sc[_QS], sc[_QE], start)
@@ -358,7 +359,7 @@ def _full_pass(t, code, mode, sc, q, cand, submit, key, start, heap, rs, hold, w
         sc[_LAST_HEAD] = h
     nc = len(order) - k - 1
     cand[:nc] = order[k + 1:]
-    if mode == RLSCHEDULER and code != 0:
+    if mode == RLSCHEDULER and code != FCFS:
         cand[:nc] = np.sort(cand[:nc])  # RLScheduler backfills in FCFS order
     _backfill(cand, nc, t, mode, sc, start, heap, rs, hold, wall, nodes)
     sc[_QE] = _compact(q, sc[_QS], sc[_QE], start)
@@ -394,7 +395,7 @@ def simulate_kernel(submit, hold, wall, nodes, key_in, total, code, mode):  # pr
     resv = np.full(n, -1, np.int64)
     q, cand = np.empty(n + 1, np.int64), np.empty(n, np.int64)
     heap, rs = np.empty(n, np.int64), np.empty(n, np.int64)
-    sc = np.zeros(8, np.int64)
+    sc = np.zeros(N_STATE, np.int64)
     sc[_FREE], sc[_LAST_HEAD] = total, -1
     i = 0
     while i < n or sc[_HN] > 0:
@@ -420,3 +421,89 @@ def simulate_kernel(submit, hold, wall, nodes, key_in, total, code, mode):  # pr
         if h >= 0 and resv[h] < 0:
             resv[h] = sc[_SHADOW]
     return start, resv
+
+
+# ---- step mode: the same passes, with the head chosen from outside (agents) ------------------------------------
+DONE, DECIDE = 0, 1
+
+
+@nb.njit(cache=True)
+def _any_fits(q, qs, qe, nodes, free):  # pragma: no cover - compiled
+    for k in range(qs, qe):
+        if nodes[q[k]] <= free:
+            return True
+    return False
+
+
+@nb.njit(cache=True)
+def _block(h, t, code, mode, sc, q, cand, submit, key, start, heap, rs, hold, wall, nodes):  # pragma: no cover
+    """``h`` was chosen and does not fit: reserve for it and backfill the others in the order policy's order."""
+    if mode == NONE:
+        return
+    if mode != RLSCHEDULER or h != sc[_LAST_HEAD]:
+        sc[_SHADOW], sc[_EXTRA] = _shadow(h, t, sc[_FREE], rs, sc[_RN], nodes, len(start))
+        sc[_LAST_HEAD] = h
+    order = _ordered(q, sc[_QS], sc[_QE], code, t, submit, wall, nodes, key)
+    nc = 0
+    for j in order:
+        if j != h:
+            cand[nc] = j
+            nc += 1
+    if mode == RLSCHEDULER:
+        cand[:nc] = np.sort(cand[:nc])
+    elif code != FCFS and code != WFP3 and code != UNICEP:
+        # Step mode keeps the queue in arrival order: sort a static order by (key, arrival), as batch mode does.
+        cand[:nc] = cand[:nc][np.argsort(key[cand[:nc]], kind="mergesort")]
+    _backfill(cand, nc, t, mode, sc, start, heap, rs, hold, wall, nodes)
+
+
+@nb.njit(cache=True)
+def _next_event(sc, q, submit, start, heap, rs, wall, nodes):  # pragma: no cover - compiled
+    """Jump to the next event: release, enqueue (arrival order), open a pass. False when nothing is left."""
+    n = len(start)
+    i = sc[_NEXT]
+    if i >= n and sc[_HN] == 0:
+        return False
+    t = submit[i] if i < n else _BIG
+    if sc[_HN] > 0 and heap[0] // n < t:
+        t = heap[0] // n
+    sc[_T] = t
+    _release(t, sc, heap, rs, start, wall, nodes)
+    while i < n and submit[i] == t:
+        q[sc[_QE]] = i
+        sc[_QE] += 1
+        i += 1
+    sc[_NEXT] = i
+    sc[_OPEN] = 1
+    return True
+
+
+@nb.njit(cache=True)
+def step_kernel(chosen, code, mode, sc, q, cand, submit, key, start, heap, rs, hold, wall, nodes):  # pragma: no cover
+    """Apply the chosen head (or -1), then run until the next real decision; return DECIDE or DONE.
+
+    A pass needs a decision only when at least two jobs wait and at least one of them fits now (under
+    ``rlscheduler``, whose remembered shadow time depends on the head, whenever two wait). Otherwise the choice
+    cannot change what starts: a lone waiting job is chosen automatically, and a pass where nothing fits ends.
+    """
+    while True:
+        t = sc[_T]
+        if chosen >= 0:
+            if nodes[chosen] <= sc[_FREE]:
+                _start(chosen, t, sc, start, heap, rs, hold, wall, nodes)
+            else:
+                _block(chosen, t, code, mode, sc, q, cand, submit, key, start, heap, rs, hold, wall, nodes)
+                sc[_OPEN] = 0
+            sc[_QE] = _compact(q, sc[_QS], sc[_QE], start)
+            chosen = -1
+        if sc[_OPEN]:
+            waiting = sc[_QE] - sc[_QS]
+            if waiting == 0 or (mode != RLSCHEDULER and not _any_fits(q, sc[_QS], sc[_QE], nodes, sc[_FREE])):
+                sc[_OPEN] = 0
+            elif waiting == 1:
+                chosen = q[sc[_QS]]
+                continue
+            else:
+                return DECIDE
+        if not _next_event(sc, q, submit, start, heap, rs, wall, nodes):
+            return DONE

@@ -1,0 +1,127 @@
+"""Step-by-step simulation for agents: the passes of :func:`hpcgym.sim.simulate`, with the head chosen outside.
+
+At each decision the caller sees the waiting jobs (in arrival order) and picks one. If it fits, it starts and the
+same pass continues; if not, it becomes the blocked head: with backfilling it gets a reservation and the other
+jobs are scanned once in the order of ``order`` (a priority policy, FCFS by default), then time moves to the next
+event. A heuristic that always picks its own head, with ``order`` set to itself, reproduces the batch schedule
+exactly (the tests check this for every heuristic and every mode but conservative, which has no head).
+
+>>> from hpcgym import traces
+>>> sim = Simulator(256, backfill="easy")
+>>> pending = sim.reset(traces.window(traces.load("lublin-256"), 64, rng=0))
+>>> while pending:
+...     pending = sim.choose(int(sim.queue[0]))  # always the oldest job: FCFS
+>>> sim.done
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import metrics
+from hpcgym.sim import core
+from hpcgym.sim.policy import FCFS, PriorityPolicy
+
+FCFS_ORDER = PriorityPolicy("fcfs", FCFS, description="s")
+
+
+class Simulator:
+    """A machine of ``nodes`` nodes that an agent schedules one decision at a time.
+
+    Args:
+        nodes: machine nodes.
+        backfill: ``"none"``, ``"easy"`` or ``"rlscheduler"`` (conservative has no head to choose).
+        order: the priority order of the backfill scan (FCFS by default).
+        kill_at_walltime: end jobs at their walltime.
+    """
+
+    def __init__(self, nodes: int, backfill: str = "none", order: PriorityPolicy = FCFS_ORDER,
+                 kill_at_walltime: bool = True):
+        if backfill not in ("none", "easy", "rlscheduler"):
+            raise ValueError(f"step mode supports backfill 'none', 'easy' or 'rlscheduler', not {backfill!r} "
+                             "(conservative reserves every job on arrival, so there is no head to choose)")
+        self.nodes = int(nodes)
+        self.mode = core.BACKFILL_MODES[backfill]
+        self.backfill = backfill
+        self.order = order
+        self.kill_at_walltime = kill_at_walltime
+        self._status = core.DONE
+
+    def reset(self, jobs: pd.DataFrame) -> bool:
+        """Load a job table (sorted, valid) and run to the first decision; return whether one is pending."""
+        from hpcgym.sim import _check, hold_times  # the package imports this module
+
+        _check(jobs, self.nodes, self.backfill, self.kill_at_walltime)
+        n = len(jobs)
+        self.jobs = jobs
+        self.submit = jobs["submit"].to_numpy(np.int64)
+        self.wall = jobs["walltime"].to_numpy(np.int64)
+        self.job_nodes = jobs["nodes"].to_numpy(np.int64)
+        self.hold = hold_times(jobs, self.kill_at_walltime)
+        self.key = self.order.keys(jobs)
+        for j in range(n):  # the static part of the order policy, as the batch kernel computes it
+            self.key[j] = core.score(self.order.code, 0, self.submit[j], self.wall[j], self.job_nodes[j], self.key[j])
+        self.start = np.full(n, -1, np.int64)
+        self._q, self._cand = np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64)
+        self._heap, self._rs = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
+        self._sc = np.zeros(core.N_STATE, np.int64)
+        self._sc[core._FREE], self._sc[core._LAST_HEAD] = self.nodes, -1
+        self.decisions = 0
+        return self._run(-1)
+
+    def _run(self, chosen: int) -> bool:
+        self._status = core.step_kernel(chosen, self.order.code, self.mode, self._sc, self._q, self._cand,
+                                        self.submit, self.key, self.start, self._heap, self._rs, self.hold,
+                                        self.wall, self.job_nodes)
+        return self._status == core.DECIDE
+
+    def choose(self, job: int) -> bool:
+        """Pick waiting job ``job`` (a row index of the job table) as the head; return whether a decision is pending.
+
+        Raises:
+            ValueError: no decision is pending, or ``job`` is not waiting.
+        """
+        if self._status != core.DECIDE:
+            raise ValueError("no decision is pending: the episode is done (call reset)")
+        if not (0 <= job < len(self.start)) or self.start[job] >= 0 or self.submit[job] > self.now:
+            raise ValueError(f"job {job} is not waiting; choose one of sim.queue ({len(self.queue)} jobs)")
+        self.decisions += 1
+        return self._run(int(job))
+
+    @property
+    def now(self) -> int:
+        """The current time."""
+        return int(self._sc[core._T])
+
+    @property
+    def free(self) -> int:
+        """Free nodes now."""
+        return int(self._sc[core._FREE])
+
+    @property
+    def queue(self) -> np.ndarray:
+        """Row indices of the waiting jobs, in arrival order (a view: copy it to keep it)."""
+        return self._q[self._sc[core._QS]:self._sc[core._QE]]
+
+    @property
+    def running(self) -> np.ndarray:
+        """Row indices of the running jobs, by estimated end."""
+        n = len(self.start)
+        return self._rs[:self._sc[core._RN]] % n
+
+    def estimated_ends(self) -> np.ndarray:
+        """Estimated end times of :attr:`running` (same order)."""
+        n = len(self.start)
+        return self._rs[:self._sc[core._RN]] // n
+
+    @property
+    def done(self) -> bool:
+        """Whether every job has started and finished."""
+        return self._status == core.DONE
+
+    def records(self) -> pd.DataFrame:
+        """Per-job records of the jobs started so far (all of them once :attr:`done`)."""
+        started = self.start >= 0
+        return metrics.records(self.jobs.loc[started], self.start[started], self.hold[started])
