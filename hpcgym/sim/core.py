@@ -262,6 +262,15 @@ def _conservative(submit, hold, wall, nodes, key, total, code):  # pragma: no co
     return start, first
 
 
+@nb.njit(cache=True)
+def static_keys(code, submit, wall, nodes, key_in):  # pragma: no cover - compiled
+    """Every job's score at time 0: the whole order for static policies (dynamic ones re-score at each pass)."""
+    key = np.empty(len(submit))
+    for j in range(len(submit)):
+        key[j] = score(code, 0, submit[j], wall[j], nodes[j], key_in[j])
+    return key
+
+
 # ---- the pass -----------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _shadow(h, t, free, rs, rn, nodes, n):  # pragma: no cover - compiled
@@ -385,9 +394,7 @@ def simulate_kernel(submit, hold, wall, nodes, key_in, total, code, mode):  # pr
         mode: backfill mode (NONE, EASY, CONSERVATIVE, RLSCHEDULER).
     """
     n = len(submit)
-    key = np.empty(n)
-    for j in range(n):
-        key[j] = score(code, 0, submit[j], wall[j], nodes[j], key_in[j])
+    key = static_keys(code, submit, wall, nodes, key_in)
     if mode == CONSERVATIVE:
         return _conservative(submit, hold, wall, nodes, key, total, code)
     dynamic = code == WFP3 or code == UNICEP

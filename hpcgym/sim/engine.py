@@ -54,15 +54,20 @@ class Simulator:
         from hpcgym.sim import _check, hold_times  # the package imports this module
 
         _check(jobs, self.nodes, self.backfill, self.kill_at_walltime)
-        n = len(jobs)
+        pending = self.load(jobs["submit"].to_numpy(np.int64), jobs["walltime"].to_numpy(np.int64),
+                            jobs["nodes"].to_numpy(np.int64), hold_times(jobs, self.kill_at_walltime),
+                            self.order.keys(jobs))
         self.jobs = jobs
-        self.submit = jobs["submit"].to_numpy(np.int64)
-        self.wall = jobs["walltime"].to_numpy(np.int64)
-        self.job_nodes = jobs["nodes"].to_numpy(np.int64)
-        self.hold = hold_times(jobs, self.kill_at_walltime)
-        self.key = self.order.keys(jobs)
-        for j in range(n):  # the static part of the order policy, as the batch kernel computes it
-            self.key[j] = core.score(self.order.code, 0, self.submit[j], self.wall[j], self.job_nodes[j], self.key[j])
+        return pending
+
+    def load(self, submit: np.ndarray, walltime: np.ndarray, nodes: np.ndarray, hold: np.ndarray,
+             keys: np.ndarray | None = None) -> bool:
+        """Fast reset from validated int64 arrays (no checks; :meth:`reset` checks a job table first)."""
+        n = len(submit)
+        self.jobs = None
+        self.submit, self.wall, self.job_nodes, self.hold = submit, walltime, nodes, hold
+        keys = np.zeros(n) if keys is None else keys
+        self.key = core.static_keys(self.order.code, submit, walltime, nodes, keys)
         self.start = np.full(n, -1, np.int64)
         self._q, self._cand = np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64)
         self._heap, self._rs = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
@@ -117,6 +122,11 @@ class Simulator:
         return self._rs[:self._sc[core._RN]] // n
 
     @property
+    def finished(self) -> int:
+        """How many jobs have finished: arrived, minus waiting, minus running."""
+        return int(self._sc[core._NEXT] - (self._sc[core._QE] - self._sc[core._QS]) - self._sc[core._RN])
+
+    @property
     def done(self) -> bool:
         """Whether every job has started and finished."""
         return self._status == core.DONE
@@ -124,4 +134,8 @@ class Simulator:
     def records(self) -> pd.DataFrame:
         """Per-job records of the jobs started so far (all of them once :attr:`done`)."""
         started = self.start >= 0
-        return metrics.records(self.jobs.loc[started], self.start[started], self.hold[started])
+        jobs = self.jobs
+        if jobs is None:
+            jobs = pd.DataFrame({"job_id": np.arange(1, len(self.start) + 1), "submit": self.submit,
+                                 "walltime": self.wall, "nodes": self.job_nodes})
+        return metrics.records(jobs.loc[started], self.start[started], self.hold[started])

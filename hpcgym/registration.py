@@ -1,0 +1,39 @@
+"""The registered environment ids (``hpcgym/<name>-v0``) and :func:`make`, a thin alias of ``gymnasium.make``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from hpcgym.errors import UnknownMachineError
+
+NAMESPACE = "hpcgym"
+
+#: id -> (machine, default workload). Trinity has no public full trace: its default workload is synthetic.
+ENVS: dict[str, tuple[str, str]] = {
+    "theta-v0": ("theta", "theta"),
+    "trinity-v0": ("trinity", "synthetic"),
+    "mustang-v0": ("mustang", "mustang"),
+    "sdsc-sp2-v0": ("sdsc-sp2", "sdsc-sp2"),
+    "hpc2n-v0": ("hpc2n", "hpc2n"),
+    "lublin256-v0": ("lublin-256", "lublin-256"),
+    "mira-v0": ("mira", "mira"),
+}
+
+
+def register_all() -> None:
+    """Register every id of :data:`ENVS` with Gymnasium (idempotent)."""
+    for env_id, (machine, workload) in ENVS.items():
+        full = f"{NAMESPACE}/{env_id}"
+        if full not in gym.registry:
+            gym.register(full, entry_point="hpcgym.env:SchedulingEnv",
+                         kwargs={"machine": machine, "workload": workload})
+
+
+def make(env_id: str, **kwargs: Any) -> gym.Env:
+    """``hpcgym.make("theta-v0", backfill="easy")`` is ``gymnasium.make("hpcgym/theta-v0", backfill="easy")``."""
+    name = env_id.split("/", 1)[1] if env_id.startswith(f"{NAMESPACE}/") else env_id
+    if name not in ENVS:
+        raise UnknownMachineError(name, ENVS, what="environment id")
+    return gym.make(f"{NAMESPACE}/{name}", **kwargs)

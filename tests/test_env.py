@@ -1,0 +1,170 @@
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import hpcgym
+from baselines import priorities
+from hpcgym import traces
+from hpcgym.env import SchedulingEnv, heuristic_action
+from hpcgym.sim import start_times
+
+warnings.filterwarnings("ignore", category=UserWarning)
+
+
+def random_episode(env, seed, rng_seed=0):
+    rng = np.random.default_rng(rng_seed)
+    obs, info = env.reset(seed=seed)
+    trajectory = [obs]
+    while True:
+        mask = env.unwrapped.action_masks()
+        assert mask.any()
+        valid = np.flatnonzero(mask)
+        obs, reward, terminated, truncated, info = env.step(int(valid[rng.integers(len(valid))]))
+        trajectory.append(obs)
+        assert not truncated
+        if terminated:
+            return trajectory, reward, info
+        assert reward == 0.0
+
+
+@pytest.mark.parametrize("env_id", sorted(hpcgym.ENVS))
+def test_checkers_pass_for_every_id(env_id):
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    # The checkers sample actions without masks, so they run with invalid_action="wrap" (the default raises).
+    env = hpcgym.make(env_id, window=64, slots=32, invalid_action="wrap")
+    check_env(env.unwrapped)
+    sb3_check_env(env.unwrapped, warn=True)
+    assert gym.make(f"hpcgym/{env_id}", window=64, slots=32).unwrapped.machine.name == env.unwrapped.machine.name
+
+
+def test_same_seed_same_episode():
+    a, ra, ia = random_episode(hpcgym.make("sdsc-sp2-v0", backfill="easy"), seed=3)
+    b, rb, ib = random_episode(hpcgym.make("sdsc-sp2-v0", backfill="easy"), seed=3)
+    assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert ra == rb and pd.DataFrame(ia["records"]).equals(pd.DataFrame(ib["records"]))
+
+
+def test_masks_and_episode_end():
+    env = hpcgym.make("lublin256-v0", window=256)
+    obs, _ = env.reset(seed=1)
+    steps = 0
+    while True:
+        mask = env.unwrapped.action_masks()
+        sim = env.unwrapped.sim
+        assert mask.sum() == min(len(sim.queue), 128) >= 2  # a real choice, every slot with a job valid
+        assert (obs[:128, 0] == mask).all()  # the present flag marks padding
+        obs, reward, terminated, _, info = env.step(int(np.flatnonzero(mask)[-1]))
+        steps += 1
+        if terminated:
+            break
+        assert not sim.done
+    rec = pd.DataFrame(info["records"])
+    assert sim.done and len(rec) == 256 and rec["end"].max() <= sim.now
+    assert reward == pytest.approx(-rec["bsld"].mean())
+    with pytest.raises(ValueError):
+        env.step(0)
+
+
+def test_invalid_action_is_a_clear_error():
+    env = hpcgym.make("lublin256-v0")
+    env.reset(seed=0)
+    empty = int(np.flatnonzero(~env.unwrapped.action_masks())[0])
+    with pytest.raises(ValueError, match="invalid action"):
+        env.step(empty)
+    wrapped = hpcgym.make("lublin256-v0", invalid_action="wrap")
+    wrapped.reset(seed=0)
+    wrapped.step(empty)  # mapped onto a valid slot
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "rlscheduler"])
+def test_heuristic_through_env_equals_batch(backfill):
+    for name in ["fcfs", "sjf", "wfp3", "unicep", "f1", "ljf", "saf"]:
+        policy = priorities.get(name)
+        env = SchedulingEnv("sdsc-sp2", "sdsc-sp2", backfill=backfill, window=512, slots=512, order=policy,
+                            split="test")
+        env.reset(seed=5)
+        terminated = False
+        while not terminated:
+            _, _, terminated, _, info = env.step(heuristic_action(env, policy))
+        jobs = env._jobs
+        expected = start_times(jobs, 128, policy, backfill)
+        assert np.array_equal(info["records"]["start"], expected), (name, backfill)
+
+
+def test_train_windows_never_touch_test_jobs():
+    full = traces.load("lublin-256")
+    cut = 7000
+    for split, allowed in (("train", set(full["job_id"][:cut])), ("test", set(full["job_id"][cut:]))):
+        env = SchedulingEnv("lublin-256", "lublin-256", window=256, split=split)
+        for seed in range(20):
+            env.reset(seed=seed)
+            assert set(env._jobs["job_id"]) <= allowed
+
+
+def test_workload_kinds():
+    table = traces.load("lublin-256")
+    env = SchedulingEnv("lublin-256", table.iloc[:600], window=128, split="all")
+    assert env.reset(seed=0)[0].shape == (129, 8)
+    env = SchedulingEnv("trinity", "synthetic", window=128)
+    env.reset(seed=0)
+    first = env._jobs.copy()
+    env.reset(seed=0)
+    assert env._jobs.equals(first)  # sampled workloads are seeded through the env
+    assert env._jobs["nodes"].max() <= 9408
+
+    class Sampler:
+        def sample(self, n_jobs, seed):
+            return traces.window(table, n_jobs, rng=seed)
+
+    SchedulingEnv("lublin-256", Sampler(), window=64).reset(seed=2)
+    SchedulingEnv("lublin-256", str(traces.path_of("lublin-256")), window=64).reset(seed=2)
+    with pytest.raises(ValueError, match="need more than the 128 nodes"):
+        SchedulingEnv("sdsc-sp2", "lublin-256")
+    with pytest.raises(TypeError, match="workload must be"):
+        SchedulingEnv("lublin-256", 42)
+    with pytest.raises(KeyError, match="Did you mean"):
+        hpcgym.make("thetaa-v0")
+
+
+def test_baseline_reward_and_objectives():
+    env = hpcgym.make("lublin256-v0", baseline="fcfs", objective="wait")
+    _, reward, info = random_episode(env, seed=4)
+    base = info["baseline"]
+    agent = info["records"]["wait"].mean()
+    assert reward == pytest.approx((base - agent) / base)
+    _, reward, info = random_episode(hpcgym.make("lublin256-v0", objective="util"), seed=4)
+    assert reward == pytest.approx(info["metrics"]["utilization"]) and 0 < reward <= 1
+
+
+def test_render_modes():
+    env = hpcgym.make("lublin256-v0", render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert "free" in text and "slot" in text
+    env = hpcgym.make("lublin256-v0", render_mode="rgb_array")
+    env.reset(seed=0)
+    for _ in range(20):
+        env.step(int(np.flatnonzero(env.unwrapped.action_masks())[0]))
+    img = env.render()
+    assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3 and img.std() > 0
+
+
+def test_maskable_ppo_trains_on_lublin256():
+    from sb3_contrib import MaskablePPO
+
+    env = hpcgym.make("lublin256-v0", window=128, slots=64)
+    model = MaskablePPO("MlpPolicy", env, n_steps=512, batch_size=128, n_epochs=2, seed=0, verbose=0)
+    model.learn(total_timesteps=2048)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs, action_masks=env.unwrapped.action_masks(), deterministic=True)
+    assert env.unwrapped.action_masks()[int(action)]
+
+
+def test_readme_env_example_matches_env():
+    readme = (pd.io.common.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert 'env = hpcgym.make("theta-v0")' in readme
