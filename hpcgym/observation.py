@@ -1,6 +1,7 @@
 """The environment's observation: a fixed window of queue slots plus one row of machine features.
 
-It is built in one compiled call (RLScheduler's environment spent about 95% of its step time here). Row ``k < slots`` describes the ``k``-th waiting job in arrival order; the last row describes the machine. Every
+It is built in one compiled call (RLScheduler's environment spent about 95% of its step time here).
+Row ``k < slots`` describes the ``k``-th waiting job in arrival order; the last row describes the machine. Every
 feature lies in ``[0, 1]``; times are log-scaled against the workload's longest walltime.
 """
 
