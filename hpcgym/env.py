@@ -88,8 +88,10 @@ class SchedulingEnv(gym.Env):
 
     ## Arguments
     - ``machine``: catalog name or :class:`~hpcgym.machines.Machine`.
-    - ``workload``: a bundled trace name, a trace path, a job table, ``"synthetic"`` (the Lublin-Feitelson model
-      scaled to the machine), a ``"module:attribute"`` string, or any object with ``sample(n_jobs, seed)``.
+    - ``workload``: a bundled trace name, a trace path, a job table, ``"synthetic"``, a ``"module:attribute"``
+      string, or any object with ``sample(n_jobs, seed)``. ``"synthetic"`` fits hpcgym's arrival-aware generator
+      (:mod:`synth.arrivals`) on the train split of the machine's bundled trace; for a machine without one
+      (Trinity) it is the Lublin-Feitelson model scaled to the machine (:mod:`synth.lublin`).
     - ``backfill``: ``"none"``, ``"easy"`` or ``"rlscheduler"``.
     - ``window`` (256), ``slots`` (128), ``split`` (``"train"``, ``"test"`` or ``"all"``; chronological 70/30;
       ignored for sampled workloads), ``objective`` (``"bsld"``), ``baseline`` (None), ``order`` (the backfill scan
@@ -139,7 +141,7 @@ class SchedulingEnv(gym.Env):
     # ---- workloads -------------------------------------------------------------------------------------------
     def _workload(self, workload: Any, split: str, train_fraction: float):
         if isinstance(workload, str) and workload == "synthetic":
-            workload = resolve("synth.lublin:LublinModel")(self.machine.nodes)
+            workload = self._default_synthetic(train_fraction)
         elif isinstance(workload, str) and ":" in workload:
             workload = resolve(workload)
         elif isinstance(workload, (str, Path)):
@@ -154,6 +156,18 @@ class SchedulingEnv(gym.Env):
         if len(table) < self.window:
             raise ValueError(f"the {split} split has {len(table)} jobs, fewer than window={self.window}")
         return table, None
+
+    def _default_synthetic(self, train_fraction: float) -> Any:
+        """The generator behind ``workload="synthetic"``.
+
+        It is hpcgym's arrival-aware generator fitted on the train split of the machine's bundled trace (a fraction
+        of a second), or the Lublin-Feitelson model scaled to the machine when no trace of it ships (Trinity).
+        """
+        source = next((name for name, t in traces.BUNDLED.items() if t.machine == self.machine.name), None)
+        if source is None:
+            return resolve("synth.lublin:LublinModel")(self.machine.nodes)
+        train = traces.split(traces.load(source), "train", train_fraction)
+        return resolve("synth.arrivals:ArrivalAwareSynthesizer")(max_nodes=self.machine.nodes).fit(train)
 
     def _check_fits(self, table: pd.DataFrame) -> None:
         too_big = int((table["nodes"] > self.machine.nodes).sum())

@@ -22,11 +22,13 @@ defaults below; see ``../shared/NOTES.md`` for the table), scaled to any machine
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from hpcgym import jobs as jobtable
+from synth.base import Synthesizer
 
 MENU = np.array([900, 1800, 3600, 7200, 10800, 14400, 21600, 28800, 43200, 86400, 172800], dtype=np.int64)
 
@@ -164,3 +166,29 @@ def _gamma_cdf(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
     pdf = np.where(grid > 0, grid ** (shape - 1) * np.exp(-grid / scale), 0.0)
     cdf = np.concatenate([[0.0], np.cumsum((pdf[1:] + pdf[:-1]) / 2 * np.diff(grid))])
     return np.interp(x, grid, cdf / cdf[-1])  # normalized over the grid, which covers the bulk of the mass
+
+
+class LublinSynthesizer(Synthesizer):
+    """The Lublin-Feitelson model behind the synthesizer interface.
+
+    It learns nothing about job shapes: ``fit`` only reads the machine size (the largest job, or ``max_nodes``)
+    and the data's offered load, to which the model's arrivals are calibrated. It is the classic baseline.
+    """
+
+    name = "lublin"
+
+    def __init__(self, max_nodes: int | None = None, load: float | None = None, **params: Any):
+        super().__init__(max_nodes=max_nodes, load=load, **params)
+        self.load = load
+
+    def _fit(self, table: pd.DataFrame, jobs: pd.DataFrame, rng: np.random.Generator) -> None:
+        if self.load is None:
+            self.load = float(jobtable.offered_load(jobs, int(self.max_nodes)))
+        self.model = LublinModel(int(self.max_nodes), load=self.load)
+
+    def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        from synth import features
+
+        jobs = self.model.sample(n, seed=rng)
+        jobs.attrs["unix_start_time"] = self.unix_start_time
+        return features.to_training(jobs)

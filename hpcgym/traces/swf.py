@@ -227,7 +227,9 @@ def write_swf(df: pd.DataFrame, path: str | Path, machine: str | Machine | None 
 
     The header comes from ``header`` or else ``df.attrs["header"]``; ``UnixStartTime``, ``MaxNodes`` and
     ``MaxProcs`` are set from the table's attrs and the machine. Statuses ``killed`` and ``timeout`` have no SWF
-    code and are written as 0 (failed). A table read from SWF and written back reads as the same table.
+    code and are written as 0 (failed). Processor fields hold what the machine's reader maps back to the same
+    nodes (nodes themselves for a machine whose logs count nodes, such as Theta). A table read from SWF and
+    written back reads as the same table.
     """
     machine = machine or df.attrs.get("machine")
     mach = get(machine) if machine else None
@@ -235,10 +237,11 @@ def write_swf(df: pd.DataFrame, path: str | Path, machine: str | Machine | None 
     hdr["UnixStartTime"] = str(int(df.attrs.get("unix_start_time", 0)))
     if mach is not None:
         hdr["MaxNodes"], hdr["MaxProcs"] = str(mach.nodes), str(mach.nodes if mach.procs_are_nodes else mach.cores)
-    procs = df["procs"].to_numpy()
-    if mach is not None and (procs <= 0).any():
+    procs, nodes = df["procs"].to_numpy(), df["nodes"].to_numpy()
+    if mach is not None:  # write what the reader maps back to the same nodes on this machine
         width = 1 if mach.procs_are_nodes else mach.cores_per_node
-        procs = np.where(procs > 0, procs, df["nodes"].to_numpy() * width)
+        consistent = (procs > 0) & (-(-procs // width) == nodes)
+        procs = np.where(consistent, procs, nodes * width)
     status = df["status"].astype(str).map(jobs.STATUS_TO_SWF).fillna(-1).to_numpy(np.int64)
     cols = [
         df["job_id"].to_numpy(), df["submit"].to_numpy(), _column(df, "wait", -1), df["run"].to_numpy(),

@@ -1,0 +1,160 @@
+"""The synthesizer interface: public ``fit``/``sample``/``save``/``load`` validate; private hooks model.
+
+Every synthesizer learns from the *training table* of :mod:`synth.features` and returns canonical job tables, so
+any of them plugs into the environment as ``workload=`` (it has ``sample(n_jobs, seed)``). A subclass implements
+``_fit(table)``, ``_sample(n, rng) -> table`` and, if its state is not plain picklable Python,
+``_save(dir)``/``_load(dir)``. Saves are a directory: ``manifest.json`` (class, parameters, library versions, a
+hash of the training trace) next to the backend's own files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import pickle
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import jobs as jobtable
+from hpcgym.errors import DependencyNotInstalled
+from synth import features, postprocess
+
+MANIFEST = "manifest.json"
+
+
+def require(module: str, extra: str) -> Any:
+    """Import an optional dependency, or raise :class:`DependencyNotInstalled` naming the pip extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise DependencyNotInstalled(module.split(".")[0], extra) from exc
+
+
+def table_hash(jobs: pd.DataFrame) -> str:
+    """A short hash of a job table's canonical columns (identifies the training data in manifests)."""
+    data = pd.util.hash_pandas_object(jobs[list(jobtable.COLUMNS)].astype({"status": str}), index=False)
+    return hashlib.sha256(data.to_numpy().tobytes()).hexdigest()[:16]
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+class Synthesizer:
+    """Base class. Subclasses set ``name`` and implement the private hooks."""
+
+    name = "base"
+    #: packages whose versions go into the manifest
+    packages: tuple[str, ...] = ("numpy", "pandas")
+
+    def __init__(self, max_nodes: int | None = None, **params: Any):
+        self.max_nodes = max_nodes
+        self.params = params
+        self.fitted = False
+        self.fit_seconds: float | None = None
+        self.trace_hash: str | None = None
+        self.unix_start_time = 0
+        self.cores_per_node = 1
+
+    # ---- public API ------------------------------------------------------------------------------------------
+    def fit(self, jobs: pd.DataFrame, seed: int = 0) -> Synthesizer:
+        """Learn from a canonical job table (its chronological train part, by the project's protocol)."""
+        jobtable.validate(jobs)
+        if len(jobs) < 10:
+            raise ValueError(f"{self.name}: need at least 10 jobs to fit, got {len(jobs)}")
+        if self.max_nodes is None:
+            self.max_nodes = int(jobs["nodes"].max())
+        self.trace_hash = table_hash(jobs)
+        self.unix_start_time = int(jobs.attrs.get("unix_start_time", 0) or 0)
+        self.cores_per_node = int(max(1, round(float(np.median(jobs["procs"] / jobs["nodes"])))))
+        started = time.perf_counter()
+        self._fit(features.to_training(jobs), jobs, np.random.default_rng(seed))
+        self.fit_seconds = time.perf_counter() - started
+        self.fitted = True
+        return self
+
+    def sample(self, n_jobs: int, seed: int | np.random.Generator | None = None) -> pd.DataFrame:
+        """``n_jobs`` valid jobs as a canonical job table; repairs and rejections are in ``attrs["postprocess"]``."""
+        if not self.fitted:
+            raise RuntimeError(f"{self.name}: call fit() (or load()) before sample()")
+        if n_jobs < 1:
+            raise ValueError("n_jobs must be >= 1")
+        rng = np.random.default_rng(seed)
+        rows, counts, tries = [], {}, 0
+        have = 0
+        while have < n_jobs and tries < 20:  # rejected rows are replaced by fresh draws
+            raw = self._sample(int((n_jobs - have) * (1.1 if tries else 1.0)) + 1, rng)
+            kept, c = postprocess.clean(raw, self.max_nodes)
+            for k, v in c.items():
+                counts[k] = counts.get(k, 0) + v
+            rows.append(kept)
+            have += len(kept)
+            tries += 1
+        if have < n_jobs:
+            raise RuntimeError(f"{self.name}: only {have} of {n_jobs} sampled rows were valid after 20 rounds")
+        table = pd.concat(rows, ignore_index=True).iloc[:n_jobs]
+        out = features.to_jobs(table, self.unix_start_time, name=f"{self.name}-synthetic",
+                               cores_per_node=self.cores_per_node)
+        out.attrs["postprocess"] = counts
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model to a directory (manifest + backend files)."""
+        if not self.fitted:
+            raise RuntimeError(f"{self.name}: nothing to save before fit()")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self._save(path)
+        manifest = {"class": f"{type(self).__module__}:{type(self).__qualname__}", "name": self.name,
+                    "params": self.params, "max_nodes": self.max_nodes, "trace_hash": self.trace_hash,
+                    "unix_start_time": self.unix_start_time, "fit_seconds": self.fit_seconds,
+                    "cores_per_node": self.cores_per_node,
+                    "versions": {p: _version(p) for p in ("hpcgym", *self.packages)}}
+        tmp = path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, default=str))
+        tmp.replace(path / MANIFEST)
+        return path
+
+    @staticmethod
+    def load(path: str | Path) -> Synthesizer:
+        """Load any saved synthesizer (the manifest names its class)."""
+        path = Path(path)
+        manifest = json.loads((path / MANIFEST).read_text())
+        module, _, cls_name = manifest["class"].partition(":")
+        cls = getattr(importlib.import_module(module), cls_name)
+        model = cls(max_nodes=manifest["max_nodes"], **manifest["params"])
+        model.trace_hash, model.unix_start_time = manifest["trace_hash"], manifest["unix_start_time"]
+        model.fit_seconds = manifest.get("fit_seconds")
+        model.cores_per_node = int(manifest.get("cores_per_node", 1))
+        model._load(path)
+        model.fitted = True
+        return model
+
+    # ---- hooks -----------------------------------------------------------------------------------------------
+    def _fit(self, table: pd.DataFrame, jobs: pd.DataFrame, rng: np.random.Generator) -> None:
+        raise NotImplementedError
+
+    def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def _state(self) -> dict[str, Any]:
+        """Plain state to pickle (default: everything but the constructor's)."""
+        skip = {"params", "max_nodes", "fitted", "fit_seconds", "trace_hash", "unix_start_time", "cores_per_node"}
+        return {k: v for k, v in self.__dict__.items() if k not in skip}
+
+    def _save(self, path: Path) -> None:
+        with open(path / "state.pkl", "wb") as fh:
+            pickle.dump(self._state(), fh)
+
+    def _load(self, path: Path) -> None:
+        with open(path / "state.pkl", "rb") as fh:
+            self.__dict__.update(pickle.load(fh))
