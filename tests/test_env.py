@@ -117,6 +117,10 @@ def test_workload_kinds():
     assert env._jobs.equals(first)  # sampled workloads are seeded through the env
     assert env._jobs["nodes"].max() <= 9408
 
+    theta = SchedulingEnv("theta", "synthetic", window=256)  # arrival-aware generator fitted on Theta's train split
+    theta.reset(seed=0)
+    assert theta._jobs.attrs["name"] == "arrivals-synthetic" and theta._window_start == -1
+
     class Sampler:
         def sample(self, n_jobs, seed):
             return traces.window(table, n_jobs, rng=seed)
