@@ -1,0 +1,162 @@
+"""The fidelity report: noise floors are small, wrong traces are flagged, copies are caught, the CLI runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+import sklearn  # noqa: F401  (the C2ST and DCR need it: installed by the [dev] and [synth] extras)
+
+from hpcgym import traces
+from synth import fidelity
+from synth.lublin import LublinModel
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def theta_train() -> pd.DataFrame:
+    return traces.split(traces.load("theta"), "train")
+
+
+def _copy(jobs: pd.DataFrame) -> pd.DataFrame:
+    out = jobs.copy()
+    out.attrs = dict(jobs.attrs)
+    return out
+
+
+def _shuffled_gaps(jobs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The same jobs with their inter-arrival gaps permuted: same marginals, no arrival correlation."""
+    out = _copy(jobs)
+    gaps = np.random.default_rng(seed).permutation(np.diff(jobs["submit"].to_numpy()))
+    out["submit"] = jobs["submit"].iat[0] + np.concatenate([[0], np.cumsum(gaps)])
+    return out
+
+
+# ---- building blocks -----------------------------------------------------------------------------------------
+def test_ks_and_wasserstein_match_scipy():
+    stats = scipy.stats
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=500), rng.normal(0.3, 1.2, size=700)
+    assert fidelity.ks_statistic(a, b) == pytest.approx(stats.ks_2samp(a, b).statistic)
+    assert fidelity.wasserstein(a, b) == pytest.approx(stats.wasserstein_distance(a, b))
+    assert fidelity.ks_statistic(a, a) == 0.0 and fidelity.wasserstein(a, a) == 0.0
+
+
+def test_arrival_stats_of_poisson_and_daily_cycle(theta_train):
+    rng = np.random.default_rng(1)
+    n, span = 6000, 60 * 86400
+    poisson = _copy(theta_train.iloc[:n].reset_index(drop=True))
+    poisson["submit"] = np.sort(rng.integers(0, span, n))
+    s = fidelity.arrival_stats(poisson)
+    assert s["cv"] == pytest.approx(1.0, abs=0.1)
+    assert s["dispersion"] == pytest.approx(1.0, abs=0.15)
+    assert abs(s["lag1_acf"]) < 0.05
+    assert 0.3 < s["spectral_24h"] < 3.0
+    # thinning by a strong daily cycle puts a peak at 24 h
+    t = np.sort(rng.integers(0, span, 4 * n))
+    keep = rng.random(t.size) < 0.5 * (1 + np.sin(2 * np.pi * t / 86400))
+    cycle = _copy(theta_train.iloc[: keep.sum()].reset_index(drop=True))
+    cycle["submit"] = t[keep]
+    assert fidelity.arrival_stats(cycle)["spectral_24h"] > 20
+
+
+# ---- noise floor ---------------------------------------------------------------------------------------------
+def test_noise_floor_of_theta_is_small(theta_train):
+    first, second = fidelity.halves(theta_train)
+    assert abs(len(first) - len(second)) <= 1 and len(first) + len(second) == len(theta_train)
+    floor = fidelity.marginals(first, second)
+    assert (floor["ks"] < 0.15).all(), floor
+    assert fidelity.correlations(first, second)["mad"] < 0.05
+    assert fidelity.arrivals(first, second)["hour_tv"] < 0.15
+
+
+# ---- wrong traces are flagged --------------------------------------------------------------------------------
+def test_lublin_on_theta_is_flagged(theta_train):
+    lublin = LublinModel(4392).sample(5000, seed=0)
+    first, second = fidelity.halves(theta_train)
+    floor = fidelity.c2st(first, second, max_rows=2000)["auc"]
+    auc = fidelity.c2st(theta_train, lublin, max_rows=2000)["auc"]
+    assert auc > 0.9 and auc > floor + 0.1
+    ks = fidelity.marginals(theta_train, lublin)["ks"]
+    assert ks["walltime"] > 2 * fidelity.marginals(first, second).at["walltime", "ks"]
+    gates = fidelity.validity(theta_train, lublin)
+    assert gates["menu_synthetic"] < gates["menu_real"] - 0.3  # Theta's walltime menu is not Lublin's
+
+
+def test_shuffled_interarrivals_lose_their_autocorrelation(theta_train):
+    real = fidelity.arrival_stats(theta_train)
+    shuffled = fidelity.arrival_stats(_shuffled_gaps(theta_train))
+    assert real["lag1_acf"] > 0.3
+    assert abs(shuffled["lag1_acf"]) < 0.05
+    assert shuffled["cv"] == pytest.approx(real["cv"])  # same gaps, so the same CV: only the order changed
+    first, second = fidelity.halves(theta_train)
+    floor = abs(fidelity.arrival_stats(first)["lag1_acf"] - fidelity.arrival_stats(second)["lag1_acf"])
+    assert abs(shuffled["lag1_acf"] - real["lag1_acf"]) > 3 * floor
+
+
+# ---- copies --------------------------------------------------------------------------------------------------
+def test_exact_copy_is_caught_but_indistinguishable(theta_train):
+    copy = _copy(theta_train)
+    assert fidelity.validity(theta_train, copy)["exact_copy"] == 1.0
+    assert fidelity.c2st(theta_train, copy, max_rows=3000)["auc"] == pytest.approx(0.5, abs=0.05)
+    holdout = traces.split(traces.load("theta"), "test")
+    privacy = fidelity.dcr(theta_train, copy, holdout, max_rows=1000)
+    assert privacy["zero_synthetic"] == 1.0 and privacy["median_synthetic"] == 0.0
+    assert privacy["median_holdout"] > 0 and privacy["below_p5_holdout"] <= 0.06
+
+
+# ---- summary table -------------------------------------------------------------------------------------------
+def test_fidelity_table_rows_and_columns():
+    real = traces.load("lublin-256").iloc[:3000].reset_index(drop=True)
+    real.attrs = dict(traces.load("lublin-256").attrs)
+    train = traces.split(real, "train")
+    synthetic = LublinModel(256).sample(len(train), seed=3)
+    table = fidelity.fidelity_table(train, synthetic, seed=0, holdout=traces.split(real, "test"))
+    assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
+    assert list(table["metric"]) == list(fidelity.METRICS)
+    numeric = table.drop(index=table.index[table["metric"] == "SDMetrics quality score"])
+    assert numeric[["real_vs_real", "synthetic_vs_real"]].notna().all().all()
+    without_holdout = fidelity.fidelity_table(train, synthetic, real.attrs["machine"])
+    assert without_holdout["real_vs_real"].iloc[-2] > 0  # the privacy floor falls back to half vs half
+
+
+def test_missing_sdmetrics_is_reported_not_raised(monkeypatch, theta_train):
+    monkeypatch.setitem(sys.modules, "sdmetrics", None)  # makes `import sdmetrics` raise ImportError
+    first, second = fidelity.halves(theta_train.iloc[:400])
+    result = fidelity.sdmetrics_quality(first, second)
+    assert result["status"] == "not installed" and np.isnan(result["score"])
+
+
+# ---- report and CLI ------------------------------------------------------------------------------------------
+def test_cli_writes_report_and_plots(tmp_path):
+    synthetic = LublinModel(256).sample(1500, seed=7)
+    swf = tmp_path / "synthetic.swf"
+    traces.write_swf(synthetic, swf, machine="lublin-256")
+    out = tmp_path / "report"
+    proc = subprocess.run(
+        [sys.executable, "-m", "synth.report", "--real", "lublin-256", "--synthetic", str(swf), "--out", str(out),
+         "--jobs", "2000"],
+        cwd=REPO, capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(out / "report.md")
+    text = (out / "report.md").read_text()
+    assert "## Summary" in text and "C2ST ROC AUC" in text and "noise floor" in text
+    assert "the first 1,400 of 1,500 jobs" in text  # a file longer than the train split is cut to its size
+    for name in ("marginals.png", "correlation.png", "hourly.png", "scheduling.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in text
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_load_synthetic_rejects_unknown_spec(theta_train):
+    from synth.report import load_synthetic
+
+    with pytest.raises(ValueError, match="not a trace file"):
+        load_synthetic("no-such-model-or-file", theta_train, 10)
