@@ -81,8 +81,9 @@ class SchedulingEnv(gym.Env):
     Terminated when every job of the window has finished. Never truncated.
 
     ## Info
-    Every step: ``time``, ``waiting``, ``decisions``. At the end also ``metrics`` (see
-    :func:`hpcgym.metrics.summarize`), ``records`` (per-job columns as numpy arrays: ``pd.DataFrame(records)``
+    Every step: ``time``, ``waiting``, ``decisions``, ``done``. At the end also ``metrics`` (see
+    :func:`hpcgym.metrics.summarize`), ``compare`` (the objective of each ``compare_with`` heuristic on the same
+    window and backfill mode), ``records`` (per-job columns as numpy arrays: ``pd.DataFrame(records)``
     gives the table), ``window_start`` (row of the split, or
     -1 for sampled workloads) and ``baseline`` (its objective value, when set).
 
@@ -96,7 +97,8 @@ class SchedulingEnv(gym.Env):
     - ``window`` (256), ``slots`` (128), ``split`` (``"train"``, ``"test"`` or ``"all"``; chronological 70/30;
       ignored for sampled workloads), ``objective`` (``"bsld"``), ``baseline`` (None), ``order`` (the backfill scan
       order: FCFS; a policy or a name such as ``"wfp3"``), ``kill_at_walltime`` (True), ``invalid_action``
-      (``"raise"`` or ``"wrap"``), ``render_mode``.
+      (``"raise"`` or ``"wrap"``), ``compare_with`` (heuristics, e.g. ``("fcfs",)``, to report in the final info),
+      ``render_mode``.
 
     ## Version history
     - v0: first release.
@@ -113,7 +115,8 @@ class SchedulingEnv(gym.Env):
     def __init__(self, machine: str | machines.Machine = "lublin-256", workload: Any = "lublin-256",
                  backfill: str = "none", window: int = 256, slots: int = 128, split: str = "train",
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
-                 train_fraction: float = 0.7, invalid_action: str = "raise", render_mode: str | None = None):
+                 train_fraction: float = 0.7, invalid_action: str = "raise", compare_with: tuple = (),
+                 render_mode: str | None = None):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -128,6 +131,7 @@ class SchedulingEnv(gym.Env):
         self.backfill, self.kill_at_walltime, self.render_mode = backfill, kill_at_walltime, render_mode
         self.order: PriorityPolicy = FCFS_ORDER if order is None else resolve(order)
         self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline)
+        self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
         self.sim = Simulator(self.machine.nodes, backfill, self.order, kill_at_walltime)
         self._table, self._sampler = self._workload(workload, split, train_fraction)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.N_FEATURES),
@@ -182,7 +186,13 @@ class SchedulingEnv(gym.Env):
         self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
         self._clock0 = int(table.attrs.get("unix_start_time", 0) or 0)
 
-    def _draw_window(self) -> tuple[pd.DataFrame, int]:
+    def _draw_window(self, start: int | None = None) -> tuple[pd.DataFrame, int]:
+        if start is not None:
+            if self._table is None:
+                raise ValueError("options['window_start'] needs a trace workload, not a sampled one")
+            if not 0 <= start <= len(self._table) - self.window:
+                raise ValueError(f"window_start must be in [0, {len(self._table) - self.window}], not {start}")
+            return traces.window(self._table, self.window, start=start), start
         if self._sampler is not None:
             jobs = self._sampler.sample(self.window, seed=int(self.np_random.integers(2**31 - 1)))
             self._check_fits(jobs)
@@ -192,15 +202,25 @@ class SchedulingEnv(gym.Env):
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """Draw a window and run to the first decision (redrawing windows that need no decision at all)."""
+        """Draw a window and run to the first decision.
+
+        Windows in which every job can start on arrival need no decision; they are redrawn (up to 100 times).
+        ``options={"window_start": row}`` pins the window to rows ``row .. row + window - 1`` of the split (for
+        evaluation on fixed windows); such a window is played even if it needs no decision, in which case the
+        episode is already over: the observation is all padding and ``info["done"]`` is True.
+        """
         super().reset(seed=seed)
+        pinned = None if options is None else options.get("window_start")
         for _ in range(100):
-            self._jobs, self._window_start = self._draw_window()
+            self._jobs, self._window_start = self._draw_window(pinned)
             pending = self.sim.reset(self._jobs)
-            if pending:
+            if pending or pinned is not None:
                 break
         else:
             raise RuntimeError("100 windows in a row needed no decision; use a longer window or a busier workload")
+        if not pending:
+            self._final_reward()
+            return self._observe(), self._info(final=True)
         return self._observe(), self._info()
 
     def step(self, action):
@@ -249,11 +269,15 @@ class SchedulingEnv(gym.Env):
         return gain / max(abs(self._baseline_value), 1e-9)
 
     def _info(self, final: bool = False) -> dict[str, Any]:
-        info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions}
+        info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
+                                "done": final}
         if final:
             info.update(metrics=metrics.summarize(self._records, self.machine.nodes),
                         records={c: self._records[c].to_numpy() for c in self._records.columns},
-                        window_start=self._window_start, baseline=self._baseline_value)
+                        window_start=self._window_start, baseline=self._baseline_value,
+                        compare={p.name: self._objective(simulate(self._jobs, self.machine, p, self.backfill,
+                                                                  self.kill_at_walltime))
+                                 for p in self.compare_with})
         return info
 
     def render(self):

@@ -1,0 +1,85 @@
+"""The job-scoring network: one small MLP, shared by every queue slot, scores each job.
+
+Like RLScheduler's kernel network it is permutation-equivariant (reordering the slots reorders the scores) and tiny
+(a few hundred weights), so it generalizes across queue lengths and machines. Each slot sees its job row next to
+the machine row. The critic pools the slot embeddings (mean over the slots that hold a job) with the machine row.
+The observation layout is :mod:`hpcgym.observation`'s: ``slots`` job rows, then one machine row; column 0 of a job
+row is 1 for a job and 0 for padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+def mlp(sizes: Sequence[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """Linear layers of the given sizes with an activation between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(activation())
+    return nn.Sequential(*layers)
+
+
+def split_observation(flat: torch.Tensor, slots: int, features: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(batch, (slots + 1) * features)`` -> job rows ``(batch, slots, features)`` and machine row."""
+    x = flat.reshape(flat.shape[0], slots + 1, features)
+    return x[:, :slots], x[:, slots]
+
+
+class SlotScorer(nn.Module):
+    """Scores every slot with one shared MLP over ``[job row, machine row]``; returns (scores, embeddings).
+
+    Args:
+        slots: queue slots.
+        features: features per row.
+        hidden: hidden layer sizes of the shared MLP.
+    """
+
+    def __init__(self, slots: int, features: int, hidden: Sequence[int] = (32, 16)):
+        super().__init__()
+        self.slots, self.features = slots, features
+        self.embed = mlp([2 * features, *hidden], nn.ReLU)
+        self.head = nn.Linear(hidden[-1], 1)
+        self.embed_dim = hidden[-1]
+
+    def forward(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return scores ``(batch, slots)``, embeddings ``(batch, slots, d)`` and the machine row."""
+        jobs, machine = split_observation(flat, self.slots, self.features)
+        pair = torch.cat([jobs, machine.unsqueeze(1).expand(-1, self.slots, -1)], dim=-1)
+        emb = torch.relu(self.embed(pair))
+        return self.head(emb).squeeze(-1), emb, machine
+
+
+class ScorerActorCritic(nn.Module):
+    """SB3's ``mlp_extractor`` contract for the job scorer.
+
+    ``latent_pi`` are the slot scores (the logits); ``latent_vf`` is a pooled summary of the queue and the machine
+    for the critic.
+    """
+
+    def __init__(self, slots: int, features: int, hidden: Sequence[int] = (32, 16), critic: Sequence[int] = (64,)):
+        super().__init__()
+        self.scorer = SlotScorer(slots, features, hidden)
+        self.critic = mlp([self.scorer.embed_dim + features, *critic], nn.ReLU)
+        self.latent_dim_pi = slots
+        self.latent_dim_vf = critic[-1]
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both latents."""
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        """Slot scores."""
+        return self.scorer(features)[0]
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        """Masked mean of the slot embeddings, with the machine row."""
+        _, emb, machine = self.scorer(features)
+        present = features.reshape(features.shape[0], self.scorer.slots + 1, -1)[:, :-1, :1]
+        pooled = (emb * present).sum(1) / present.sum(1).clamp(min=1.0)
+        return torch.relu(self.critic(torch.cat([pooled, machine], dim=-1)))

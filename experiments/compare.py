@@ -1,0 +1,81 @@
+"""The TSTR table: agents trained on real, on synthetic and on real+synthetic data, all tested on real windows.
+
+Example::
+
+    python -m experiments.compare runs/theta-real-ppo-s0 runs/theta-synthetic-ppo-s0 --out compare.md
+
+Each run folder must hold ``args.json`` and ``eval/per_window.csv`` (written by ``experiments.train``). Runs
+compared together must have been evaluated on the same trace, windows and seed (the script checks the windows'
+job ids). The table gives, per agent, the mean bounded slowdown on the real test windows with a 95% bootstrap
+interval, the win rate against FCFS+EASY, and the share of the real-trained agent's improvement over FCFS+EASY
+that it achieves (TSTR: train on synthetic, test on real).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import metrics
+
+REFERENCE = "fcfs+easy"
+
+
+def label(args: dict) -> str:
+    """Training data of a run, e.g. ``real``, ``synthetic:arrivals``, ``mixed:tvae``."""
+    return args["workload"] if args["workload"] == "real" else f"{args['workload']}:{args['synthesizer']}"
+
+
+def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
+    """Per-window bsld of each run's agent, and of the reference heuristic, indexed by window."""
+    rows = []
+    for run in runs:
+        args = json.loads((run / "args.json").read_text())
+        per_window = pd.read_csv(run / "eval" / "per_window.csv")
+        agent = per_window[per_window["kind"] == "agent"]
+        ref = per_window[per_window["scheduler"] == REFERENCE]
+        for (_, a), (_, r) in zip(agent.iterrows(), ref.iterrows(), strict=True):
+            rows.append({"run": run.name, "trained_on": label(args), "algo": args["algo"], "trace": args["trace"],
+                         "window": a["window"], "bsld": a["bsld"], "reference_bsld": r["bsld"]})
+    return pd.DataFrame(rows)
+
+
+def tstr_table(windows: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: mean bsld [CI], win rate vs FCFS+EASY, improvement over it, share of the real one's."""
+    rows = []
+    for run, g in windows.groupby("run", sort=False):
+        mean, lo, hi = metrics.bootstrap_ci(g["bsld"].to_numpy())
+        ref = g["reference_bsld"].mean()
+        rows.append({"run": run, "trained_on": g["trained_on"].iat[0], "algo": g["algo"].iat[0], "bsld": mean,
+                     "ci_low": lo, "ci_high": hi, f"{REFERENCE}_bsld": ref,
+                     "win_rate": float((g["bsld"] < g["reference_bsld"]).mean()), "improvement": ref - mean})
+    table = pd.DataFrame(rows)
+    real = table[table["trained_on"] == "real"]
+    base = real["improvement"].iat[0] if len(real) else np.nan
+    table["share_of_real_improvement"] = table["improvement"] / base if base and base > 0 else np.nan
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI."""
+    ap = argparse.ArgumentParser(prog="python -m experiments.compare", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", type=Path, nargs="+", help="training run folders")
+    ap.add_argument("--out", type=Path, default=None, help="also write the table here (.md or .csv)")
+    args = ap.parse_args(argv)
+    table = tstr_table(load_runs(args.runs))
+    text = table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    print(text)
+    if args.out:
+        body = table.to_csv(index=False) if args.out.suffix == ".csv" else "```\n" + text + "\n```\n"
+        args.out.write_text(body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

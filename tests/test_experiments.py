@@ -1,0 +1,107 @@
+"""Smoke-size runs of the real CLIs: train, resume after a kill, evaluate, compare, sweep on Ray, the notebook."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["--trace", "lublin-256", "--n-steps", "256", "--batch-size", "64", "--window", "64", "--slots", "32",
+        "--eval-windows", "2", "--eval-length", "128"]
+
+
+def train_cmd(runs, *extra):
+    return [sys.executable, "-m", "experiments.train", *TINY, "--runs-dir", str(runs), *extra]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO, **kw)
+
+
+def num_timesteps(run_dir):
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO.load(run_dir / "model.zip").num_timesteps
+
+
+def test_train_and_evaluate_end_to_end(tmp_path):
+    out = run(train_cmd(tmp_path, "--workload", "synthetic", "--timesteps", "600")).stdout
+    run_dir = tmp_path / "lublin-256-synthetic-ppo-s0"
+    assert "fcfs+easy" in out and (run_dir / "model.zip").exists()
+    args = json.loads((run_dir / "args.json").read_text())
+    assert args["workload"] == "synthetic" and args["synthesizer"] == "arrivals"
+    assert any((tmp_path / "cache").iterdir())  # the fitted synthesizer is cached
+    assert list((run_dir / "tb").rglob("events.out.tfevents*"))
+    summary = pd.read_csv(run_dir / "eval" / "summary.csv")
+    assert set(summary["kind"]) == {"agent", "heuristic"} and len(summary) == 1 + 7 * 2
+    ev = run([sys.executable, "-m", "experiments.evaluate", "--model", str(run_dir), "--trace", "lublin-256",
+              "--windows", "2", "--length", "128", "--out", str(tmp_path / "ev")]).stdout
+    assert "lublin-256-synthetic-ppo-s0" in ev
+    per_window = pd.read_csv(tmp_path / "ev" / "per_window.csv")
+    assert per_window.groupby("scheduler")["window"].nunique().eq(2).all()
+
+
+def test_dqn_train_smoke(tmp_path):
+    run(train_cmd(tmp_path, "--workload", "real", "--algo", "dqn", "--timesteps", "1200", "--eval-windows", "0"))
+    assert (tmp_path / "lublin-256-real-dqn-s0" / "model.zip").exists()
+
+
+def test_resume_after_kill_reaches_the_same_timesteps(tmp_path):
+    steps = ["--workload", "real", "--timesteps", "3000", "--checkpoint-every", "512", "--eval-windows", "0"]
+    run(train_cmd(tmp_path / "a", *steps, "--run-name", "r"))
+    full = num_timesteps(tmp_path / "a" / "r")
+    proc = subprocess.Popen(train_cmd(tmp_path / "b", *steps, "--run-name", "r"), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    checkpoints = tmp_path / "b" / "r" / "checkpoints"
+    deadline = time.time() + 120
+    while not list(checkpoints.glob("*_steps.zip")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be killed; raise --timesteps"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "b" / "r" / "model.zip").exists()
+    run(train_cmd(tmp_path / "b", *steps, "--run-name", "r", "--resume"))
+    assert num_timesteps(tmp_path / "b" / "r") == full
+
+
+def test_compare_table(tmp_path):
+    for workload in ("real", "synthetic"):
+        run(train_cmd(tmp_path, "--workload", workload, "--timesteps", "300"))
+    runs = [str(tmp_path / f"lublin-256-{w}-ppo-s0") for w in ("real", "synthetic")]
+    out = run([sys.executable, "-m", "experiments.compare", *runs, "--out", str(tmp_path / "c.csv")]).stdout
+    table = pd.read_csv(tmp_path / "c.csv")
+    assert list(table["trained_on"]) == ["real", "synthetic:arrivals"]
+    assert {"bsld", "ci_low", "ci_high", "win_rate", "share_of_real_improvement"} <= set(table.columns)
+    assert "synthetic:arrivals" in out
+
+
+def test_sweep_on_local_ray(tmp_path):
+    out = run([sys.executable, "-m", "experiments.sweep", "--backend", "ray", "--seeds", "0", "1", "--workloads",
+               "real", "--", *TINY, "--timesteps", "300", "--runs-dir", str(tmp_path)], timeout=300).stdout
+    assert "lublin-256-real-ppo-s0" in out and "lublin-256-real-ppo-s1" in out
+    assert (tmp_path / "lublin-256-real-ppo-s1" / "eval" / "summary.csv").exists()
+
+
+def test_notebook_executes_on_saved_results(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    from experiments import evaluate
+
+    per_window, per_job = evaluate.evaluate("lublin-256", {}, windows=3, length=128, seed=0, progress=False)
+    evaluate.write_csv(per_window, tmp_path / "per_window.csv")
+    evaluate.write_csv(per_job, tmp_path / "per_job.csv")
+    nb = nbformat.read(REPO / "experiments" / "notebooks" / "compare_slowdown.ipynb", as_version=4)
+    os.environ["HPCGYM_RESULTS"] = str(tmp_path)
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
+    finally:
+        del os.environ["HPCGYM_RESULTS"]
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert any(o.get("output_type") == "display_data" for o in outputs)  # the plots were drawn
+    assert not any(o.get("output_type") == "error" for o in outputs)
