@@ -8,7 +8,6 @@ The file has no job ids: a job's id is its row number (1-based). ``tasks_request
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 from hpcgym import jobs
 from hpcgym.errors import TraceFormatError
 from hpcgym.machines import Machine, get
-from hpcgym.traces._io import integral, read_bytes
+from hpcgym.traces._io import csv_columns, finish, numeric_column
 
 REQUIRED = ("user_ID", "group_ID", "submit_time", "start_time", "end_time", "wallclock_limit", "job_status",
             "node_count", "tasks_requested")
@@ -39,12 +38,7 @@ def _seconds(path: str | Path, raw: pd.DataFrame, col: str, optional: bool = Fal
 
 
 def _integers(path: str | Path, raw: pd.DataFrame, col: str) -> np.ndarray:
-    values = pd.to_numeric(raw[col], errors="coerce").to_numpy(np.float64)
-    ok = integral(values)
-    if not ok.all():
-        row = int(np.flatnonzero(~ok)[0])
-        raise TraceFormatError(path, row + 2, col, f"{raw[col].iat[row]!r} is not a whole number")
-    return values.astype(np.int64)
+    return numeric_column(path, raw, col).astype(np.int64)
 
 
 def _status(path: str | Path, raw: pd.DataFrame) -> np.ndarray:
@@ -66,10 +60,7 @@ def read_mustang(
 ) -> pd.DataFrame:
     """Read a LANL Mustang CSV into the canonical job table (see the module docstring for the mapping)."""
     mach = get(machine)
-    raw = pd.read_csv(io.BytesIO(read_bytes(path)), dtype=str, keep_default_na=False, engine="c")
-    missing = [c for c in REQUIRED if c not in raw.columns]
-    if missing:
-        raise TraceFormatError(path, 1, ",".join(missing), "missing column(s) in the CSV header")
+    raw = csv_columns(path, REQUIRED)
     submit = _seconds(path, raw, "submit_time")
     start = _seconds(path, raw, "start_time", optional=True)
     end = _seconds(path, raw, "end_time", optional=True)
@@ -96,9 +87,4 @@ def read_mustang(
         "walltime_known": wall > 0,
         "wait": np.where(np.isfinite(start), start - submit, -1).astype(np.int64),
     })
-    lines = np.arange(len(df), dtype=np.int64) + 2
-    df, dropped = jobs.apply_invalid_policy(df, mach.nodes, on_invalid, path, lines)
-    out = jobs.finalize(df)
-    out.attrs.update(name=name or Path(path).name.split(".")[0], machine=mach, header={},
-                     unix_start_time=t0, invalid=dropped, source=str(path))
-    return out
+    return finish(df, mach, on_invalid, path, name, t0, np.arange(len(df), dtype=np.int64) + 2)

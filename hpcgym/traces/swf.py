@@ -18,7 +18,7 @@ import pandas as pd
 from hpcgym import jobs
 from hpcgym.errors import TraceFormatError
 from hpcgym.machines import Machine, from_swf_header, get
-from hpcgym.traces._io import atomic_write_bytes, integral, read_bytes
+from hpcgym.traces._io import atomic_write_bytes, finish, integral, read_bytes
 
 FIELDS: tuple[str, ...] = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
@@ -198,11 +198,7 @@ def read_swf(
     if unix_start == 0 and first > _EPOCH_THRESHOLD:
         unix_start = first
         df["submit"] = np.where(submitted >= 0, submitted - first, submitted)
-    df, dropped = jobs.apply_invalid_policy(df, mach.nodes, on_invalid, path, numbers)
-    out = jobs.finalize(df)
-    out.attrs.update(name=name or Path(path).name.split(".")[0], machine=mach, header=header,
-                     unix_start_time=unix_start, invalid=dropped, source=str(path))
-    return out
+    return finish(df, mach, on_invalid, path, name, unix_start, numbers, header)
 
 
 def _column(df: pd.DataFrame, name: str, default: np.ndarray | int) -> np.ndarray:
