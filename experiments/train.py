@@ -47,6 +47,10 @@ class Args:
     objective: str = field(default="bsld", metadata={"help": "bsld | wait | turnaround | util"})
     learning_rate: float = field(default=3e-4, metadata={"help": "optimizer learning rate"})
     n_steps: int = field(default=2048, metadata={"help": "PPO rollout length"})
+    gamma: float = field(default=1.0, metadata={"help": "discount: 1, since the only reward comes at the episode's "
+                                                        "end (RLScheduler's choice)"})
+    gae_lambda: float = field(default=0.97, metadata={"help": "GAE lambda (PPO)"})
+    ent_coef: float = field(default=0.0, metadata={"help": "entropy bonus (PPO)"})
     batch_size: int = field(default=256, metadata={"help": "minibatch size"})
     seed: int = field(default=0, metadata={"help": "seed of the agent, the environment and the synthesizer"})
     eval_windows: int = field(default=10, metadata={"help": "test windows in the final evaluation (0: none)"})
@@ -144,7 +148,8 @@ def make_model(args: Args, env: Any, run_dir: Path) -> Any:
             return MaskablePPO.load(found[0], env=env, device="cpu", tensorboard_log=tb)
         policy = ScorerPolicy if args.policy == "scorer" else "MlpPolicy"
         return MaskablePPO(policy, env, learning_rate=args.learning_rate, n_steps=args.n_steps,
-                           batch_size=args.batch_size, seed=args.seed, tensorboard_log=tb, device="cpu", verbose=0)
+                           batch_size=args.batch_size, gamma=args.gamma, gae_lambda=args.gae_lambda,
+                           ent_coef=args.ent_coef, seed=args.seed, tensorboard_log=tb, device="cpu", verbose=0)
     from agents.dqn import MaskedDQN
 
     if found:
@@ -154,6 +159,7 @@ def make_model(args: Args, env: Any, run_dir: Path) -> Any:
             model.load_replay_buffer(buffer)
         return model
     return MaskedDQN(env=env, learning_rate=args.learning_rate, batch_size=args.batch_size, seed=args.seed,
+                     gamma=args.gamma,
                      buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
                      policy_kwargs={"scorer": args.policy == "scorer"}, tensorboard_log=tb, device="cpu", verbose=0)
 
