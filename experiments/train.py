@@ -51,6 +51,9 @@ class Args:
                                                         "end (RLScheduler's choice)"})
     gae_lambda: float = field(default=0.97, metadata={"help": "GAE lambda (PPO)"})
     ent_coef: float = field(default=0.0, metadata={"help": "entropy bonus (PPO)"})
+    clone: str = field(default="", metadata={"help": "PPO warm start: behaviour-clone this heuristic first (e.g. "
+                                                     "saf); empty: none"})
+    clone_episodes: int = field(default=40, metadata={"help": "episodes of demonstrations for --clone"})
     batch_size: int = field(default=256, metadata={"help": "minibatch size"})
     seed: int = field(default=0, metadata={"help": "seed of the agent, the environment and the synthesizer"})
     eval_windows: int = field(default=10, metadata={"help": "test windows in the final evaluation (0: none)"})
@@ -177,6 +180,12 @@ def train(args: Args) -> Path:
     (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
     env = make_env(args, run_dir)
     model = make_model(args, env, run_dir)
+    if args.clone and args.algo == "ppo" and model.num_timesteps == 0:
+        from agents.pretrain import behaviour_clone
+        from baselines import priorities
+
+        accuracy = behaviour_clone(model, env, priorities.get(args.clone), args.clone_episodes, seed=args.seed)
+        print(f"behaviour-cloned {args.clone}: {accuracy:.1%} of its choices reproduced")
     remaining = args.timesteps - model.num_timesteps
     if remaining > 0:
         checkpoints = CheckpointCallback(max(args.checkpoint_every, 1), str(run_dir / "checkpoints"), "model",

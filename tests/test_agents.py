@@ -80,3 +80,14 @@ def test_valid_from_observation_matches_masks():
     env = small_env()
     obs, _ = env.reset(seed=0)
     assert np.array_equal(valid_from_observation(obs, 32)[0], env.unwrapped.action_masks())
+
+
+def test_behaviour_cloning_learns_the_heuristic():
+    from agents.pretrain import behaviour_clone
+    from baselines import priorities
+
+    env = small_env()
+    model = MaskablePPO(ScorerPolicy, env, n_steps=256, batch_size=64, seed=0)
+    untrained = behaviour_clone(model, env, priorities.SAF, episodes=4, epochs=0, seed=0)
+    accuracy = behaviour_clone(model, env, priorities.SAF, episodes=4, epochs=30, seed=0)
+    assert accuracy > max(0.6, untrained + 0.2), (untrained, accuracy)
