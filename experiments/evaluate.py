@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import priorities
+from baselines.run import write_atomic
 from hpcgym import machines, metrics, traces
 from hpcgym.env import SchedulingEnv
 from hpcgym.sim import simulate
@@ -99,12 +98,8 @@ def summary(per_window: pd.DataFrame, reference: str = "+".join(REFERENCE)) -> p
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
-    """Write a CSV atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".csv")
-    os.close(fd)
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    """Write a CSV atomically (the same writer as ``baselines.run``)."""
+    write_atomic(df, path)
 
 
 def load_agent(run_dir: Path) -> tuple[Any, dict[str, Any]]:
