@@ -102,6 +102,14 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
     write_atomic(df, path)
 
 
+def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame) -> pd.DataFrame:
+    """Write ``per_window.csv``, ``per_job.csv`` and ``summary.csv`` to ``out``; return the summary."""
+    table = summary(per_window)
+    for name, df in (("per_window", per_window), ("per_job", per_job), ("summary", table)):
+        write_csv(df, out / f"{name}.csv")
+    return table
+
+
 def load_agent(run_dir: Path) -> tuple[Any, dict[str, Any]]:
     """The final model of a training run and the run's arguments."""
     args = json.loads((run_dir / "args.json").read_text())
@@ -151,10 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         agents[f"{run.name}"] = (model, run_args["backfill"], run_args["slots"])
     per_window, per_job = evaluate(args.trace, agents, args.windows, args.length, args.seed)
     out = args.out or (args.model[0] / "eval" if args.model else Path("eval"))
-    write_csv(per_window, out / "per_window.csv")
-    write_csv(per_job, out / "per_job.csv")
-    table = summary(per_window)
-    write_csv(table, out / "summary.csv")
+    table = write_results(out, per_window, per_job)
     print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
     print(f"results: {out}")
     return 0

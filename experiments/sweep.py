@@ -33,11 +33,7 @@ def run_one(argv: list[str]) -> str:
     """Train one grid point in this process; return its run folder."""
     from experiments import train
 
-    args = train.parse_args(argv)
-    run_dir = train.train(args)
-    if args.eval_windows > 0:
-        train.evaluate_run(args, run_dir)
-    return str(run_dir)
+    return str(train.run(train.parse_args(argv))[0])
 
 
 def run_local(points: list[list[str]]) -> list[str]:

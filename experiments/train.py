@@ -204,20 +204,21 @@ def evaluate_run(args: Args, run_dir: Path) -> pd.DataFrame:
     model, _ = evaluate.load_agent(run_dir)
     per_window, per_job = evaluate.evaluate(args.trace, {run_dir.name: (model, args.backfill, args.slots)},
                                             args.eval_windows, args.eval_length, seed=0)
-    evaluate.write_csv(per_window, run_dir / "eval" / "per_window.csv")
-    evaluate.write_csv(per_job, run_dir / "eval" / "per_job.csv")
-    table = evaluate.summary(per_window)
-    evaluate.write_csv(table, run_dir / "eval" / "summary.csv")
-    return table
+    return evaluate.write_results(run_dir / "eval", per_window, per_job)
+
+
+def run(args: Args) -> tuple[Path, pd.DataFrame | None]:
+    """Train, then (unless ``eval_windows`` is 0) evaluate; return the run folder and the summary."""
+    run_dir = train(args)
+    return run_dir, (evaluate_run(args, run_dir) if args.eval_windows > 0 else None)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Train, then evaluate on the test windows."""
     args = parse_args(argv)
     started = time.time()
-    run_dir = train(args)
-    if args.eval_windows > 0:
-        table = evaluate_run(args, run_dir)
+    run_dir, table = run(args)
+    if table is not None:
         print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
     print(f"done in {time.time() - started:.0f} s: {run_dir}")
     return 0

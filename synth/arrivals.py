@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr
 
 from synth.base import Synthesizer
 
@@ -76,23 +76,17 @@ class ArrivalAwareSynthesizer(Synthesizer):
         hour, dow = table["hour"].to_numpy(), table["dow"].to_numpy()
         hc = _hour_class(hour, dow)
         self.quantiles = {}
-        z = np.empty(len(x))
         for c in range(48):
-            idx = np.flatnonzero(hc == c)
-            pool = x[idx] if idx.size >= MIN_POOL else x  # sparse classes borrow the whole distribution
-            self.quantiles[c] = np.sort(pool)
-            ranks = np.searchsorted(self.quantiles[c], x[idx], side="right") - 0.5
-            z[idx] = ndtri(np.clip(ranks / len(pool), 1e-4, 1 - 1e-4))
-        self.phi = float(np.clip(np.corrcoef(z[1:], z[:-1])[0, 1], 0.0, 0.99)) if len(z) > 2 else 0.0
+            pool = x[hc == c]
+            self.quantiles[c] = np.sort(pool if pool.size >= MIN_POOL else x)  # sparse classes borrow the whole
         self.phi = self._calibrate_phi(_lag1(x), rng)
         self._fit_attributes(table, x, hour, dow)
-        self.data_load_rate = self._work_rate(table)
 
     def _fit_attributes(self, table: pd.DataFrame, x: np.ndarray, hour: np.ndarray, dow: np.ndarray) -> None:
         cols = table[["nodes", "walltime", "run", "user", "status"]].reset_index(drop=True)
         self.rows = cols
         run, wall = cols["run"].to_numpy(), cols["walltime"].to_numpy()
-        self.killed = (run > wall).to_numpy() if hasattr(run > wall, "to_numpy") else run > wall
+        self.killed = run > wall
         over = run[self.killed] - wall[self.killed]
         self.overruns = np.sort(over) if over.size else np.array([1])
         key = _period(hour, dow) * len(GAP_BINS) + _gap_bin(x)
@@ -121,12 +115,6 @@ class ArrivalAwareSynthesizer(Synthesizer):
             else:
                 hi = self.phi
         return (lo + hi) / 2
-
-    @staticmethod
-    def _work_rate(table: pd.DataFrame) -> float:
-        """Node-seconds submitted per second of the training span."""
-        work = float(np.dot(table["nodes"], np.minimum(table["run"], table["walltime"])))
-        return work / max(float(table["interarrival"].sum()), 1.0)
 
     # ---- sampling --------------------------------------------------------------------------------------------
     def _gaps(self, n: int, rng: np.random.Generator, clock0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -76,6 +76,8 @@ class LublinModel:
         self.max_overestimate = max_overestimate
         self.killed_prob = killed_prob
         self.p = params or LublinParams()
+        # Lambda (rush-hour seconds elapsed) at each half-hour mark of a day: the daily cycle as a time warp.
+        self._marks = np.concatenate([[0.0], np.cumsum(self._day_intensity() * 1800.0)])
 
     def _sizes(self, rng: np.random.Generator, n: int) -> np.ndarray:
         p = self.p
@@ -120,18 +122,13 @@ class LublinModel:
 
     def _warp(self, tau: np.ndarray) -> np.ndarray:
         """Map rush-hour time to clock time through the daily cycle: ``t = Lambda^-1(tau)``."""
-        weight = self._day_intensity()
-        points = np.concatenate([[0.0], np.cumsum(weight * 1800.0)])  # Lambda at the half-hour marks
-        per_day = points[-1]
-        days = np.floor(tau / per_day)
-        return days * 86400.0 + np.interp(tau - days * per_day, points, np.arange(49) * 1800.0)
+        days = np.floor(tau / self._marks[-1])
+        return days * 86400.0 + np.interp(tau - days * self._marks[-1], self._marks, np.arange(49) * 1800.0)
 
     def _intensity_time(self, t: float) -> float:
         """``Lambda(t)``: rush-hour seconds elapsed by clock time ``t``."""
-        weight = self._day_intensity()
-        points = np.concatenate([[0.0], np.cumsum(weight * 1800.0)])
         days = np.floor(t / 86400.0)
-        return float(days * points[-1] + np.interp(t - days * 86400.0, np.arange(49) * 1800.0, points))
+        return float(days * self._marks[-1] + np.interp(t - days * 86400.0, np.arange(49) * 1800.0, self._marks))
 
     def sample(self, n_jobs: int, seed: int | np.random.Generator | None = None) -> pd.DataFrame:
         """A canonical job table of ``n_jobs`` jobs; the same seed gives the same table."""
