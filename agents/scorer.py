@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from hpcgym.observation import PRESENT
+
 
 def mlp(sizes: Sequence[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
     """Linear layers of the given sizes with an activation between them (none after the last)."""
@@ -48,11 +50,23 @@ class SlotScorer(nn.Module):
         self.embed_dim = hidden[-1]
 
     def forward(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Return scores ``(batch, slots)``, embeddings ``(batch, slots, d)`` and the machine row."""
+        """Return scores ``(batch, slots)``, embeddings ``(batch, slots, d)`` and the machine row.
+
+        Padding slots (no job) score 0: the action mask ignores them anyway. Only the slots up to the last one
+        that holds a job somewhere in the batch go through the MLP (queues are usually much shorter than the slot
+        count); the embeddings of the slots after it are 0, which the critic's pooling ignores.
+        """
         jobs, machine = split_observation(flat, self.slots, self.features)
-        pair = torch.cat([jobs, machine.unsqueeze(1).expand(-1, self.slots, -1)], dim=-1)
+        present = jobs[..., PRESENT] > 0.5
+        held = torch.nonzero(present.any(0))
+        k = int(held.max()) + 1 if len(held) else 1
+        pair = torch.cat([jobs[:, :k], machine.unsqueeze(1).expand(-1, k, -1)], dim=-1)
         emb = torch.relu(self.embed(pair))
-        return self.head(emb).squeeze(-1), emb, machine
+        scores = torch.where(present[:, :k], self.head(emb).squeeze(-1), 0.0)
+        if k < self.slots:
+            scores = nn.functional.pad(scores, (0, self.slots - k))
+            emb = nn.functional.pad(emb, (0, 0, 0, self.slots - k))
+        return scores, emb, machine
 
 
 class ScorerActorCritic(nn.Module):
@@ -70,8 +84,9 @@ class ScorerActorCritic(nn.Module):
         self.latent_dim_vf = critic[-1]
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both latents."""
-        return self.forward_actor(features), self.forward_critic(features)
+        """Both latents, from one pass of the scorer."""
+        scores, emb, machine = self.scorer(features)
+        return scores, self._value_latent(features, emb, machine)
 
     def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
         """Slot scores."""
@@ -80,6 +95,9 @@ class ScorerActorCritic(nn.Module):
     def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
         """Masked mean of the slot embeddings, with the machine row."""
         _, emb, machine = self.scorer(features)
-        present = features.reshape(features.shape[0], self.scorer.slots + 1, -1)[:, :-1, :1]
+        return self._value_latent(features, emb, machine)
+
+    def _value_latent(self, features: torch.Tensor, emb: torch.Tensor, machine: torch.Tensor) -> torch.Tensor:
+        present = features.reshape(features.shape[0], self.scorer.slots + 1, -1)[:, :-1, PRESENT:PRESENT + 1]
         pooled = (emb * present).sum(1) / present.sum(1).clamp(min=1.0)
         return torch.relu(self.critic(torch.cat([pooled, machine], dim=-1)))

@@ -2,10 +2,12 @@
 
 Usage: ``python benchmarks/env_speed.py [--env lublin256-v0] [--seconds 10] [--backfill none]``.
 
-Measures one environment on one core (``hpcgym.make``, so Gymnasium's default wrappers are included), then
-Gymnasium's ``SyncVectorEnv`` and Stable-Baselines3's ``SubprocVecEnv`` with 2 workers (the latter only if SB3 is
-installed). Actions are drawn uniformly from the valid slots. The acceptance target is 25,000 steps/s on
-``lublin256-v0`` (128 slots, no backfilling); RLScheduler's environment does about 2,500 on this machine class.
+Measures one environment on one core (``hpcgym.make``, so Gymnasium's default wrappers are included), hpcgym's
+compiled vector environment (``hpcgym.make_vec``) at N = 1, 16, 64 and 256 copies (steps summed over the copies,
+one core), then Gymnasium's ``SyncVectorEnv`` and Stable-Baselines3's ``SubprocVecEnv`` with 2 workers (the
+latter only if SB3 is installed). Actions are drawn uniformly from the valid slots. Targets on ``lublin256-v0``
+(128 slots, no backfilling): 25,000 steps/s for one env, 200,000 summed over N = 64; RLScheduler's environment does
+about 2,500 on this machine class.
 """
 
 from __future__ import annotations
@@ -54,6 +56,21 @@ def sync_vector(env_id: str, seconds: float, n: int, **kwargs) -> float:
     return steps / (time.perf_counter() - t0)
 
 
+def vector(env_id: str, seconds: float, n: int, **kwargs) -> float:
+    """Steps/s (summed over the copies) of hpcgym's compiled vector environment, resets included."""
+    envs = hpcgym.make_vec(env_id, num_envs=n, **kwargs)
+    rng = np.random.default_rng(0)
+    envs.reset(seed=0)
+    steps = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(20):
+            valid = envs.action_masks().sum(axis=1)  # valid slots are 0 .. v - 1
+            envs.step((rng.random(n) * valid).astype(np.int64))
+            steps += n
+    return steps / (time.perf_counter() - t0)
+
+
 def _make(env_id: str, kwargs: dict):
     def thunk():
         return hpcgym.make(env_id, **kwargs)
@@ -96,6 +113,9 @@ def main() -> None:
     rate, episodes = single(args.env, args.seconds, **kw)
     print(f"{args.env} (slots {args.slots}, backfill {args.backfill}), random valid actions, resets included")
     print(f"single env (hpcgym.make, one core):  {rate:10,.0f} steps/s  ({episodes} episodes)")
+    vector(args.env, 0.5, 4, **kw)  # warm-up of the vector kernel
+    for n in (1, 16, 64, 256):
+        print(f"hpcgym.make_vec N={n:<3} (one core):    {vector(args.env, args.seconds, n, **kw):10,.0f} steps/s")
     print(f"SyncVectorEnv x2:                    {sync_vector(args.env, args.seconds, 2, **kw):10,.0f} steps/s")
     sub = subproc_vector(args.env, args.seconds, 2, **kw)
     print(f"SB3 SubprocVecEnv x2:                {'n/a (no SB3)' if sub is None else f'{sub:10,.0f}'} steps/s")

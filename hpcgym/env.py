@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,19 @@ import pandas as pd
 from gymnasium import spaces
 
 from hpcgym import jobs as jobtable
-from hpcgym import machines, metrics, observation, traces
-from hpcgym.sim import PriorityPolicy, Simulator, simulate
-from hpcgym.sim.engine import FCFS_ORDER
-from hpcgym.sim.policy import KEY, score
+from hpcgym import machines, observation, rewards, traces
+from hpcgym.rewards import OBJECTIVES
+from hpcgym.sim import PriorityPolicy, Simulator
+from hpcgym.sim.engine import FCFS_ORDER, Buffers
+from hpcgym.sim.policy import score
+from hpcgym.workload import EpisodeSource, Window, check_fits
 
-OBJECTIVES = ("bsld", "wait", "turnaround", "util")
+#: Windows that need no decision are redrawn at most this many times in a row.
+MAX_REDRAWS = 100
+#: Sampled workloads: the observation's scales come from this many jobs sampled with seed 0.
+SCALE_SAMPLE_JOBS = 1024
+#: Waits are scaled against this many times the longest walltime.
+WAIT_SCALE = 10.0
 
 
 def resolve(spec: Any, default_module: str = "baselines.priorities") -> Any:
@@ -69,10 +77,12 @@ class SchedulingEnv(gym.Env):
     | 7 | arrival position / slots | 1 (row marker) |
 
     ## Rewards
-    0 at every step. At the end of the episode: ``-mean(objective)`` over the window's jobs for ``bsld``
-    (bounded slowdown, tau 10 s), ``wait`` or ``turnaround`` (seconds), or ``+utilization`` for ``util``. With
-    ``baseline`` (a heuristic), the final reward is the improvement relative to that heuristic on the same window
-    and backfill mode: ``(baseline - agent) / baseline`` (for ``util``: ``(agent - baseline) / baseline``).
+    0 at every step. At the end of the episode, a function of the window's mean ``objective``: ``bsld``
+    (bounded slowdown, tau 10 s), ``wait`` or ``turnaround`` (seconds), or utilization for ``util``. With
+    ``reward="objective"`` (the default) it is ``-mean`` (``+utilization``); with ``reward="log"`` it is
+    ``-log(mean)``, whose scale does not swing by 100x between a quiet and a busy window. With ``baseline`` (a
+    heuristic run on the same window and backfill mode) it is relative: ``(b - agent) / b``, or
+    ``log(b) - log(agent)`` with ``reward="log"`` (:mod:`hpcgym.rewards` has the table).
 
     ## Starting state
     The window's first job arrives at time 0 on an empty machine; ``reset`` runs to the first decision.
@@ -98,10 +108,14 @@ class SchedulingEnv(gym.Env):
       ignored for sampled workloads), ``objective`` (``"bsld"``), ``baseline`` (None), ``order`` (the backfill scan
       order: FCFS; a policy or a name such as ``"wfp3"``), ``kill_at_walltime`` (True), ``invalid_action``
       (``"raise"`` or ``"wrap"``), ``compare_with`` (heuristics, e.g. ``("fcfs",)``, to report in the final info),
-      ``render_mode``.
+      ``render_mode``, ``reward`` (``"objective"`` or ``"log"``).
+
+    After the episode ends, :attr:`result` holds its :class:`hpcgym.rewards.EpisodeResult`; ``step`` raises
+    ``ValueError`` until ``reset``. :func:`hpcgym.make_vec` steps N copies in one compiled call.
 
     ## Version history
-    - v0: first release.
+    - v0: first release. Later additions that leave the defaults' episodes unchanged: ``reward="log"``, the
+      vector environment.
 
     >>> import hpcgym
     >>> env = hpcgym.make("lublin256-v0")
@@ -116,9 +130,11 @@ class SchedulingEnv(gym.Env):
                  backfill: str = "none", window: int = 256, slots: int = 128, split: str = "train",
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
                  train_fraction: float = 0.7, invalid_action: str = "raise", compare_with: tuple = (),
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, reward: str = "objective"):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
+        if reward not in rewards.REWARDS:
+            raise ValueError(f"reward must be one of {rewards.REWARDS}, not {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         if invalid_action not in ("raise", "wrap"):
@@ -129,21 +145,37 @@ class SchedulingEnv(gym.Env):
         self.machine = machines.get(machine)
         self.window, self.slots, self.split, self.objective = int(window), int(slots), split, objective
         self.backfill, self.kill_at_walltime, self.render_mode = backfill, kill_at_walltime, render_mode
+        self.reward_kind = reward
         self.order: PriorityPolicy = FCFS_ORDER if order is None else resolve(order)
         self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
         self.sim = Simulator(self.machine.nodes, backfill, self.order, kill_at_walltime)
-        self._table, self._sampler = self._workload(workload, split, train_fraction)
+        self.source = self._workload(workload, split, train_fraction)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.N_FEATURES),
                                             dtype=np.float32)
         self.action_space = spaces.Discrete(self.slots)
         self._obs = np.zeros(self.observation_space.shape, np.float32)
         self._mask = np.zeros(self.slots, bool)
-        self._set_scales(self._table if self._table is not None else self._sampler.sample(1024, seed=0))
-        self._jobs: pd.DataFrame | None = None
+        table = self.source.table
+        self._set_scales(table if table is not None else self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0))
+        self._window: Window | None = None
+        self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
+        self.result: rewards.EpisodeResult | None = None
+
+    def copy_for_vector(self, buffers: Buffers, obs: np.ndarray, mask: np.ndarray) -> SchedulingEnv:
+        """A copy that shares this environment's workload but keeps its state in rows of a vector batch.
+
+        The copy has its own simulator, random generator and episode; its simulation arrays, observation and mask
+        are ``buffers``, ``obs`` and ``mask`` (views into the vector environment's arrays).
+        """
+        other = copy.copy(self)
+        other.sim = Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime)
+        other._buffers, other._obs, other._mask = buffers, obs, mask
+        other._window, other.result, other._np_random = None, None, None
+        return other
 
     # ---- workloads -------------------------------------------------------------------------------------------
-    def _workload(self, workload: Any, split: str, train_fraction: float):
+    def _workload(self, workload: Any, split: str, train_fraction: float) -> EpisodeSource:
         if isinstance(workload, str) and workload == "synthetic":
             workload = self._default_synthetic(train_fraction)
         elif isinstance(workload, str) and ":" in workload:
@@ -151,15 +183,15 @@ class SchedulingEnv(gym.Env):
         elif isinstance(workload, (str, Path)):
             workload = traces.read(workload)
         if hasattr(workload, "sample") and not isinstance(workload, pd.DataFrame):
-            return None, workload
+            return EpisodeSource(None, workload, self.window, self.machine, self.kill_at_walltime)
         if not isinstance(workload, pd.DataFrame):
             raise TypeError("workload must be a trace name or path, a job table, 'synthetic', or an object with "
                             f"sample(n_jobs, seed); got {type(workload).__name__}")
         table = traces.split(jobtable.finalize(workload.copy()), split, train_fraction)
-        self._check_fits(table)
+        check_fits(table, self.machine.nodes, self.machine.name)
         if len(table) < self.window:
             raise ValueError(f"the {split} split has {len(table)} jobs, fewer than window={self.window}")
-        return table, None
+        return EpisodeSource(table, None, self.window, self.machine, self.kill_at_walltime)
 
     def _default_synthetic(self, train_fraction: float) -> Any:
         """The generator behind ``workload="synthetic"``.
@@ -173,111 +205,88 @@ class SchedulingEnv(gym.Env):
         train = traces.split(traces.load(source), "train", train_fraction)
         return resolve("synth.arrivals:ArrivalAwareSynthesizer")(max_nodes=self.machine.nodes).fit(train)
 
-    def _check_fits(self, table: pd.DataFrame) -> None:
-        too_big = int((table["nodes"] > self.machine.nodes).sum())
-        if too_big:
-            raise ValueError(f"{too_big} jobs need more than the {self.machine.nodes} nodes of {self.machine.name}; "
-                             "drop them (hpcgym.jobs.apply_invalid_policy) or pick a bigger machine")
-
     def _set_scales(self, table: pd.DataFrame) -> None:
         time_scale = float(max(table["walltime"].max(), 60))
         self._inv_time = 1.0 / np.log1p(time_scale)
-        self._inv_wait = 1.0 / np.log1p(10.0 * time_scale)
+        self._inv_wait = 1.0 / np.log1p(WAIT_SCALE * time_scale)
         self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
         self._clock0 = int(table.attrs.get("unix_start_time", 0) or 0)
-
-    def _draw_window(self, start: int | None = None) -> tuple[pd.DataFrame, int]:
-        if start is not None:
-            if self._table is None:
-                raise ValueError("options['window_start'] needs a trace workload, not a sampled one")
-            if not 0 <= start <= len(self._table) - self.window:
-                raise ValueError(f"window_start must be in [0, {len(self._table) - self.window}], not {start}")
-            return traces.window(self._table, self.window, start=start), start
-        if self._sampler is not None:
-            jobs = self._sampler.sample(self.window, seed=int(self.np_random.integers(2**31 - 1)))
-            self._check_fits(jobs)
-            return jobtable.finalize(jobs), -1
-        start = int(self.np_random.integers(0, len(self._table) - self.window + 1))
-        return traces.window(self._table, self.window, start=start), start
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Draw a window and run to the first decision.
 
-        Windows in which every job can start on arrival need no decision; they are redrawn (up to 100 times).
-        ``options={"window_start": row}`` pins the window to rows ``row .. row + window - 1`` of the split (for
-        evaluation on fixed windows); such a window is played even if it needs no decision, in which case the
-        episode is already over: the observation is all padding and ``info["done"]`` is True.
+        Windows in which every job can start on arrival need no decision; they are redrawn (up to
+        :data:`MAX_REDRAWS` times). ``options={"window_start": row}`` pins the window to rows
+        ``row .. row + window - 1`` of the split (for evaluation on fixed windows); such a window is played even if
+        it needs no decision, in which case the episode is already over: the observation is all padding and
+        ``info["done"]`` is True.
         """
         super().reset(seed=seed)
         pinned = None if options is None else options.get("window_start")
-        for _ in range(100):
-            self._jobs, self._window_start = self._draw_window(pinned)
-            pending = self.sim.reset(self._jobs)
-            if pending or pinned is not None:
-                break
-        else:
-            raise RuntimeError("100 windows in a row needed no decision; use a longer window or a busier workload")
+        pending = self.load_window(self.np_random, pinned)
         if not pending:
-            self._final_reward()
-            return self._observe(), self._info(final=True)
+            self.result = self.finish()
+            return self._observe(), self._info(self.result)
         return self._observe(), self._info()
+
+    def load_window(self, rng: np.random.Generator, pinned: int | None = None) -> bool:
+        """Draw windows until one needs a decision (or take the pinned one); return whether one is pending."""
+        self.result = None
+        for _ in range(MAX_REDRAWS):
+            self._window = w = self.source.draw(rng, pinned)
+            keys = self.source.keys(w, self.order)
+            pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers)
+            if pending or pinned is not None:
+                return pending
+        raise RuntimeError(f"{MAX_REDRAWS} windows in a row needed no decision; use a longer window or a busier "
+                           "workload")
 
     def step(self, action):
         """Schedule the job in slot ``action``; see the class docstring."""
+        if self.sim.done:
+            raise ValueError("the episode is over: call reset() before step()")
         action = int(action)
         if not (0 <= action < self.slots) or not self._mask[action]:
             if self.invalid_action == "wrap":
-                action = int(np.flatnonzero(self._mask)[action % int(self._mask.sum())])
-                return self.step(action)
+                return self.step(action % int(self._mask.sum()))  # the valid slots are 0 .. v - 1
             raise ValueError(f"invalid action {action}: slot is empty or out of range "
                              f"({int(self._mask.sum())} valid slots; use env.action_masks())")
         pending = self.sim.choose(int(self.sim.queue[action]))
         obs = self._observe()
         if pending:
             return obs, 0.0, False, False, self._info()
-        return obs, self._final_reward(), True, False, self._info(final=True)
+        self.result = self.finish()
+        return obs, self.result.reward, True, False, self._info(self.result)
 
     def action_masks(self) -> np.ndarray:
         """Valid actions: the slots that hold a waiting job."""
         return self._mask.copy()
 
+    def finish(self) -> rewards.EpisodeResult:
+        """The result of the finished episode: objective, reward, heuristics on the same window, records."""
+        w = self._window
+        return rewards.finish(self.sim, w.job_id, self.machine.nodes, self.objective, self.reward_kind,
+                              self.baseline, self.compare_with, self.backfill,
+                              keys=lambda p: self.source.keys(w, p))
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """The current window's job table (submit times rebased to the window's first job)."""
+        return self._window.table.reset_index(drop=True).assign(submit=self._window.submit)
+
     # ---- internals -------------------------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
-        sim = self.sim
-        observation.build(self._obs, self._mask, sim.queue, sim.now, sim.free, self.machine.nodes, sim.submit,
-                          sim.wall, sim.job_nodes, sim.running, sim.estimated_ends(), sim.finished, self._clock0,
-                          self._inv_wait, self._inv_time, self._inv_area)
+        b = self.sim.buffers
+        observation.build_state(self._obs, self._mask, b.sc, b.q, b.rs, b.submit, b.wall, b.nodes,
+                                self.machine.nodes, self._clock0, self._inv_wait, self._inv_time, self._inv_area)
         return self._obs.copy()
 
-    def _objective(self, rec: pd.DataFrame) -> float:
-        if self.objective == "util":
-            return metrics.utilization(rec, self.machine.nodes)
-        if self.objective == "turnaround":
-            return float((rec["end"] - rec["submit"]).mean())
-        return float(rec[self.objective].mean())
-
-    def _final_reward(self) -> float:
-        self._records = self.sim.records()
-        value = self._objective(self._records)
-        self._baseline_value = None
-        if self.baseline is None:
-            return value if self.objective == "util" else -value
-        base = simulate(self._jobs, self.machine, self.baseline, self.backfill, self.kill_at_walltime)
-        self._baseline_value = self._objective(base)
-        gain = (value - self._baseline_value) if self.objective == "util" else (self._baseline_value - value)
-        return gain / max(abs(self._baseline_value), 1e-9)
-
-    def _info(self, final: bool = False) -> dict[str, Any]:
+    def _info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
-                                "done": final}
-        if final:
-            info.update(metrics=metrics.summarize(self._records, self.machine.nodes),
-                        records={c: self._records[c].to_numpy() for c in self._records.columns},
-                        window_start=self._window_start, baseline=self._baseline_value,
-                        compare={p.name: self._objective(simulate(self._jobs, self.machine, p, self.backfill,
-                                                                  self.kill_at_walltime))
-                                 for p in self.compare_with})
+                                "done": result is not None}
+        if result is not None:
+            info.update(episode_info(result, self._window.start_row))
         return info
 
     def render(self):
@@ -303,15 +312,21 @@ class SchedulingEnv(gym.Env):
         return "\n".join(lines)
 
 
+def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
+    """The keys an episode's last ``info`` adds (see the class docstring)."""
+    return {"metrics": result.metrics, "records": result.records, "window_start": window_start,
+            "baseline": result.baseline, "compare": result.compare}
+
+
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
     """The slot a priority heuristic picks: its best-scored visible job (ties: the earlier arrival)."""
     base = env.unwrapped
     sim = base.sim
     q = sim.queue[:base.slots]
-    keys = policy.keys(base._jobs) if policy.code == KEY else None
+    keys = base.source.keys(base._window, policy)
     scores = [score(policy.code, sim.now, sim.submit[j], sim.wall[j], sim.job_nodes[j],
                     0.0 if keys is None else keys[j]) for j in q]
     return int(np.argmin(scores))
 
 
-__all__ = ["OBJECTIVES", "SchedulingEnv", "heuristic_action", "resolve"]
+__all__ = ["OBJECTIVES", "SchedulingEnv", "episode_info", "heuristic_action", "resolve"]

@@ -25,34 +25,39 @@ def bounded_slowdown(wait: np.ndarray, run: np.ndarray, tau: int = TAU) -> np.nd
 
 def records(jobs: pd.DataFrame, start: np.ndarray, hold: np.ndarray) -> pd.DataFrame:
     """Per-job records from a job table, the start times and the hold times (actual runtimes)."""
-    submit = jobs["submit"].to_numpy(np.int64)
+    return pd.DataFrame(record_columns(jobs["job_id"].to_numpy(), jobs["submit"].to_numpy(np.int64), start, hold,
+                                       jobs["walltime"].to_numpy(np.int64), jobs["nodes"].to_numpy(np.int64)))
+
+
+def record_columns(job_id: np.ndarray, submit: np.ndarray, start: np.ndarray, hold: np.ndarray,
+                   walltime: np.ndarray, nodes: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns of :func:`records` from arrays (no pandas: environments build these at every episode end)."""
     wait = start - submit
-    return pd.DataFrame({
-        "job_id": jobs["job_id"].to_numpy(), "submit": submit, "start": start, "end": start + hold,
-        "wait": wait, "run": hold, "walltime": jobs["walltime"].to_numpy(np.int64),
-        "nodes": jobs["nodes"].to_numpy(np.int64), "bsld": bounded_slowdown(wait, hold),
-    })
+    return {"job_id": job_id, "submit": submit, "start": start, "end": start + hold, "wait": wait, "run": hold,
+            "walltime": walltime, "nodes": nodes, "bsld": bounded_slowdown(wait, hold)}
 
 
-def utilization(rec: pd.DataFrame, machine_nodes: int) -> float:
+def utilization(rec: pd.DataFrame | dict[str, np.ndarray], machine_nodes: int) -> float:
     """Node-seconds used over node-seconds available from the first submit to the last end."""
-    span = float(rec["end"].max() - rec["submit"].min())
-    used = float(np.dot(rec["nodes"].to_numpy(np.float64), rec["run"].to_numpy(np.float64)))
+    span = float(np.max(rec["end"]) - np.min(rec["submit"]))
+    used = float(np.dot(np.asarray(rec["nodes"], np.float64), np.asarray(rec["run"], np.float64)))
     return used / (machine_nodes * span) if span > 0 else float("nan")
 
 
-def summarize(rec: pd.DataFrame, machine_nodes: int) -> dict[str, float]:
-    """Mean, median, p95 and max of wait, turnaround and bsld; utilization; makespan; job count."""
-    out: dict[str, float] = {"jobs": float(len(rec))}
-    turnaround = rec["end"] - rec["submit"]
-    for name, values in (("wait", rec["wait"]), ("turnaround", turnaround), ("bsld", rec["bsld"])):
-        v = values.to_numpy(np.float64)
-        out[f"{name}_mean"] = float(v.mean())
-        out[f"{name}_median"] = float(np.median(v))
-        out[f"{name}_p95"] = float(np.percentile(v, 95))
-        out[f"{name}_max"] = float(v.max())
+def summarize(rec: pd.DataFrame | dict[str, np.ndarray], machine_nodes: int) -> dict[str, float]:
+    """Mean, median, p95 and max of wait, turnaround and bsld; utilization; makespan; job count.
+
+    ``rec`` is a record table or its columns (:func:`record_columns`).
+    """
+    end, submit = np.asarray(rec["end"]), np.asarray(rec["submit"])
+    out: dict[str, float] = {"jobs": float(len(submit))}
+    for name, values in (("wait", rec["wait"]), ("turnaround", end - submit), ("bsld", rec["bsld"])):
+        v = np.asarray(values, np.float64)
+        p50, p95 = np.percentile(v, (50, 95))
+        out.update({f"{name}_mean": float(v.mean()), f"{name}_median": float(p50), f"{name}_p95": float(p95),
+                    f"{name}_max": float(v.max())})
     out["utilization"] = utilization(rec, machine_nodes)
-    out["makespan"] = float(rec["end"].max() - rec["submit"].min())
+    out["makespan"] = float(end.max() - submit.min())
     return out
 
 

@@ -11,6 +11,8 @@ import math
 
 import numba as nb
 
+from hpcgym.sim import core
+
 JOB_FEATURES = (
     "present",  # 1 for a job, 0 for padding
     "wait",  # log1p(now - submit) / log1p(wait scale)
@@ -32,6 +34,7 @@ CLUSTER_FEATURES = (
     "marker",  # always 1: tells the cluster row from job rows
 )
 N_FEATURES = len(JOB_FEATURES)
+PRESENT = JOB_FEATURES.index("present")  #: the column that tells a job row from padding (agents read it)
 assert len(CLUSTER_FEATURES) == N_FEATURES
 
 
@@ -81,3 +84,14 @@ def build(obs, mask, queue, now, free, total, submit, wall, nodes, running, ends
     obs[c, 5] = finished / len(submit)
     obs[c, 6] = ((clock0 + now) % 86400) / 86400.0
     obs[c, 7] = 1.0
+
+
+@nb.njit(cache=True)
+def build_state(obs, mask, sc, q, rs, submit, wall, nodes, total, clock0, inv_wait, inv_time,
+                inv_area):  # pragma: no cover - compiled
+    """:func:`build` from a step-mode simulation's arrays (:class:`hpcgym.sim.engine.Buffers`)."""
+    n = len(submit)
+    waiting = sc[core._QE] - sc[core._QS]
+    live = rs[:sc[core._RN]]
+    build(obs, mask, q[sc[core._QS]:sc[core._QE]], sc[core._T], sc[core._FREE], total, submit, wall, nodes,
+          live % n, live // n, sc[core._NEXT] - waiting - sc[core._RN], clock0, inv_wait, inv_time, inv_area)

@@ -28,12 +28,25 @@ def register_all() -> None:
         full = f"{NAMESPACE}/{env_id}"
         if full not in gym.registry:
             gym.register(full, entry_point="hpcgym.env:SchedulingEnv",
+                         vector_entry_point="hpcgym.vector:SchedulingVectorEnv",
                          kwargs={"machine": machine, "workload": workload})
+
+
+def _full_id(env_id: str) -> str:
+    name = env_id.split("/", 1)[1] if env_id.startswith(f"{NAMESPACE}/") else env_id
+    if name not in ENVS:
+        raise UnknownMachineError(name, ENVS, what="environment id")
+    return f"{NAMESPACE}/{name}"
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:
     """``hpcgym.make("theta-v0", backfill="easy")`` is ``gymnasium.make("hpcgym/theta-v0", backfill="easy")``."""
-    name = env_id.split("/", 1)[1] if env_id.startswith(f"{NAMESPACE}/") else env_id
-    if name not in ENVS:
-        raise UnknownMachineError(name, ENVS, what="environment id")
-    return gym.make(f"{NAMESPACE}/{name}", **kwargs)
+    return gym.make(_full_id(env_id), **kwargs)
+
+
+def make_vec(env_id: str, num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
+    """N copies stepped in one compiled call (:class:`hpcgym.vector.SchedulingVectorEnv`).
+
+    The same as ``gymnasium.make_vec("hpcgym/<id>", num_envs, vectorization_mode="vector_entry_point", **kwargs)``.
+    """
+    return gym.make_vec(_full_id(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)

@@ -91,7 +91,7 @@ def test_heuristic_through_env_equals_batch(backfill):
         terminated = False
         while not terminated:
             _, _, terminated, _, info = env.step(heuristic_action(env, policy))
-        jobs = env._jobs
+        jobs = env.unwrapped.jobs
         expected = start_times(jobs, 128, policy, backfill)
         assert np.array_equal(info["records"]["start"], expected), (name, backfill)
 
@@ -103,7 +103,7 @@ def test_train_windows_never_touch_test_jobs():
         env = SchedulingEnv("lublin-256", "lublin-256", window=256, split=split)
         for seed in range(20):
             env.reset(seed=seed)
-            assert set(env._jobs["job_id"]) <= allowed
+            assert set(env.unwrapped.jobs["job_id"]) <= allowed
 
 
 def test_workload_kinds():
@@ -112,14 +112,14 @@ def test_workload_kinds():
     assert env.reset(seed=0)[0].shape == (129, 8)
     env = SchedulingEnv("trinity", "synthetic", window=128)
     env.reset(seed=0)
-    first = env._jobs.copy()
+    first = env.jobs.copy()
     env.reset(seed=0)
-    assert env._jobs.equals(first)  # sampled workloads are seeded through the env
-    assert env._jobs["nodes"].max() <= 9408
+    assert env.jobs.equals(first)  # sampled workloads are seeded through the env
+    assert env.jobs["nodes"].max() <= 9408
 
     theta = SchedulingEnv("theta", "synthetic", window=256)  # arrival-aware generator fitted on Theta's train split
     theta.reset(seed=0)
-    assert theta._jobs.attrs["name"] == "arrivals-synthetic" and theta._window_start == -1
+    assert theta.jobs.attrs["name"] == "arrivals-synthetic" and theta._window.start_row == -1
 
     class Sampler:
         def sample(self, n_jobs, seed):

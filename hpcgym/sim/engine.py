@@ -17,6 +17,8 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 import pandas as pd
 
@@ -25,6 +27,47 @@ from hpcgym.sim import core
 from hpcgym.sim.policy import FCFS, PriorityPolicy
 
 FCFS_ORDER = PriorityPolicy("fcfs", FCFS, description="s")
+
+
+@dataclass
+class Buffers:
+    """The arrays of one step-mode simulation, ``capacity`` jobs long (``q`` one longer).
+
+    A :class:`Simulator` works on the first ``n`` entries of each. Its own are allocated at :meth:`Simulator.load`;
+    a vector environment passes rows of 2-D arrays instead (:meth:`row`), so that one compiled call can step
+    every copy while each :class:`Simulator` still reads its own state.
+    """
+
+    submit: np.ndarray
+    wall: np.ndarray
+    nodes: np.ndarray
+    hold: np.ndarray
+    key: np.ndarray
+    start: np.ndarray
+    q: np.ndarray
+    cand: np.ndarray
+    heap: np.ndarray
+    rs: np.ndarray
+    sc: np.ndarray
+
+    @classmethod
+    def allocate(cls, capacity: int, copies: tuple[int, ...] = ()) -> Buffers:
+        """Fresh arrays for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N copies)."""
+        c = max(int(capacity), 1)
+        ints = {f.name: np.zeros((*copies, c), np.int64) for f in fields(cls)}
+        ints.update(key=np.zeros((*copies, c)), q=np.zeros((*copies, c + 1), np.int64),
+                    sc=np.zeros((*copies, core.N_STATE), np.int64))
+        return cls(**ints)
+
+    def row(self, i: int) -> Buffers:
+        """Copy ``i`` of a batch (views, not copies)."""
+        return Buffers(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
+
+    def prefix(self, n: int) -> Buffers:
+        """The first ``n`` jobs (views; ``q`` keeps ``n + 1``, ``sc`` stays whole)."""
+        out = {f.name: getattr(self, f.name)[:n] for f in fields(self)}
+        out.update(q=self.q[:n + 1], sc=self.sc)
+        return Buffers(**out)
 
 
 class Simulator:
@@ -61,18 +104,26 @@ class Simulator:
         return pending
 
     def load(self, submit: np.ndarray, walltime: np.ndarray, nodes: np.ndarray, hold: np.ndarray,
-             keys: np.ndarray | None = None) -> bool:
-        """Fast reset from validated int64 arrays (no checks; :meth:`reset` checks a job table first)."""
+             keys: np.ndarray | None = None, buffers: Buffers | None = None) -> bool:
+        """Fast reset from validated int64 arrays (no checks; :meth:`reset` checks a job table first).
+
+        ``buffers`` (at least ``len(submit)`` long) receives the state instead of fresh arrays.
+        """
         n = len(submit)
+        if buffers is None:
+            buffers = Buffers.allocate(n)
+        elif len(buffers.submit) < n:
+            raise ValueError(f"buffers hold {len(buffers.submit)} jobs, fewer than the {n} to load")
+        b = self.buffers = buffers.prefix(n)
         self.jobs = None
-        self.submit, self.wall, self.job_nodes, self.hold = submit, walltime, nodes, hold
-        keys = np.zeros(n) if keys is None else keys
-        self.key = core.static_keys(self.order.code, submit, walltime, nodes, keys)
-        self.start = np.full(n, -1, np.int64)
-        self._q, self._cand = np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64)
-        self._heap, self._rs = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
-        self._sc = np.zeros(core.N_STATE, np.int64)
-        self._sc[core._FREE], self._sc[core._LAST_HEAD] = self.nodes, -1
+        b.submit[:], b.wall[:], b.nodes[:], b.hold[:] = submit, walltime, nodes, hold
+        b.key[:] = core.static_keys(self.order.code, submit, walltime, nodes, np.zeros(n) if keys is None else keys)
+        b.start[:] = -1
+        b.sc[:] = 0
+        b.sc[core._FREE], b.sc[core._LAST_HEAD] = self.nodes, -1
+        self.submit, self.wall, self.job_nodes, self.hold, self.key, self.start = (
+            b.submit, b.wall, b.nodes, b.hold, b.key, b.start)
+        self._q, self._cand, self._heap, self._rs, self._sc = b.q, b.cand, b.heap, b.rs, b.sc
         self.decisions = 0
         return self._run(-1)
 
@@ -81,6 +132,10 @@ class Simulator:
                                         self.submit, self.key, self.start, self._heap, self._rs, self.hold,
                                         self.wall, self.job_nodes)
         return self._status == core.DECIDE
+
+    def sync(self, status: int, decisions: int) -> None:
+        """Take the status and decision count after the buffers were stepped from outside (a vector env)."""
+        self._status, self.decisions = status, decisions
 
     def choose(self, job: int) -> bool:
         """Pick waiting job ``job`` (a row index of the job table) as the head; return whether a decision is pending.

@@ -19,11 +19,11 @@ from hpcgym.jobs import OnInvalid
 from hpcgym.machines import Machine
 from hpcgym.traces.alcf import read_alcf
 from hpcgym.traces.mustang import read_mustang
-from hpcgym.traces.split import split, window
+from hpcgym.traces.split import split, window, window_starts
 from hpcgym.traces.swf import read_header, read_swf, write_swf
 
-__all__ = ["BUNDLED", "TraceInfo", "load", "read", "path_of", "split", "window", "read_swf", "write_swf",
-           "read_alcf", "read_mustang", "read_header"]
+__all__ = ["BUNDLED", "TraceInfo", "load", "read", "path_of", "split", "window", "window_starts", "read_swf",
+           "write_swf", "read_alcf", "read_mustang", "read_header"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _PWA = "Parallel Workloads Archive (Feitelson, Tsafrir, Krakov, JPDC 74(10), 2014)"

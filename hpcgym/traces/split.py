@@ -40,3 +40,10 @@ def window(df: pd.DataFrame, n_jobs: int, rng: np.random.Generator | int | None 
     out["submit"] = out["submit"] - out["submit"].iat[0]
     out.attrs = dict(df.attrs, window_start=start)
     return out
+
+
+def window_starts(n_jobs: int, length: int, count: int, seed: int) -> list[int]:
+    """``count`` window starts in a table of ``n_jobs``, drawn once from ``seed`` (the same for every scheduler)."""
+    if length > n_jobs:
+        raise ValueError(f"windows of {length} jobs do not fit in {n_jobs} jobs")
+    return [int(s) for s in np.random.default_rng(seed).integers(0, n_jobs - length + 1, size=count)]

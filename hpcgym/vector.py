@@ -1,0 +1,181 @@
+"""The vector environment: N scheduling environments stepped in one compiled call.
+
+:class:`SchedulingVectorEnv` is a Gymnasium ``VectorEnv``. Its copies are :class:`~hpcgym.env.SchedulingEnv`
+objects that share one workload (the trace is read, or the generator fitted, once) and keep their simulation state,
+observation and mask in rows of the batch arrays. A step applies the N actions and builds the N observations in
+one numba call; Python only runs at the end of an episode (the result, the next window). Each copy draws its
+windows with its own generator through the single environment's code, so copy ``i`` reset with seed ``s + i``
+plays exactly the episodes of a single environment reset with that seed (the tests check it).
+
+Autoreset is Gymnasium's ``SAME_STEP`` mode: the step that ends an episode returns the next episode's first
+observation, and ``infos["final_obs"]`` / ``infos["final_info"]`` hold the finished one's (masked by
+``infos["_final_info"]``). :attr:`SchedulingVectorEnv.final_infos` keeps the last step's finished episodes' infos
+as plain dicts (copy -> info), which is what the Stable-Baselines3 adapter (:mod:`agents.vec`) reads.
+
+>>> import hpcgym
+>>> envs = hpcgym.make_vec("lublin256-v0", num_envs=4)
+>>> obs, info = envs.reset(seed=0)
+>>> obs.shape, envs.action_masks().shape
+((4, 129, 8), (4, 128))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numba as nb
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from hpcgym import observation
+from hpcgym.env import SchedulingEnv, episode_info
+from hpcgym.sim import core
+from hpcgym.sim.engine import Buffers
+
+
+@nb.njit(cache=True)
+def _step_all(actions, lengths, code, mode, status, sc, q, cand, submit, key, start, heap, rs, hold, wall, nodes,
+              obs, mask, total, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
+    """Apply each copy's action (a valid slot), run it to its next decision, and build its observation."""
+    for i in range(len(actions)):
+        if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
+            continue
+        n = lengths[i]
+        chosen = q[i, sc[i, core._QS] + actions[i]]
+        status[i] = core.step_kernel(chosen, code, mode, sc[i], q[i, :n + 1], cand[i, :n], submit[i, :n],
+                                     key[i, :n], start[i, :n], heap[i, :n], rs[i, :n], hold[i, :n], wall[i, :n],
+                                     nodes[i, :n])
+        observation.build_state(obs[i], mask[i], sc[i], q[i, :n + 1], rs[i, :n], submit[i, :n], wall[i, :n],
+                                nodes[i, :n], total, clock0, inv_wait, inv_time, inv_area)
+
+
+class SchedulingVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` copies of :class:`~hpcgym.env.SchedulingEnv` (every keyword argument is the single env's).
+
+    Observations are ``(num_envs, slots + 1, features)``, actions ``(num_envs,)`` slots, and
+    :meth:`action_masks` is ``(num_envs, slots)``. Per-step infos are arrays (``time``, ``waiting``, ``decisions``);
+    an episode's end adds ``final_obs`` and ``final_info`` (the single env's final info) for that copy.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, **env_kwargs: Any):
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs must be >= 1, not {num_envs}")
+        env_kwargs.pop("max_episode_steps", None)  # gymnasium.make_vec passes the spec's (None)
+        self.num_envs = int(num_envs)
+        template = SchedulingEnv(**env_kwargs)
+        self.single_observation_space = template.observation_space
+        self.single_action_space = template.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.render_mode = None
+        self.buffers = Buffers.allocate(template.window, (self.num_envs,))
+        self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
+        self._mask = np.zeros((self.num_envs, template.slots), bool)
+        self.envs = [template.copy_for_vector(self.buffers.row(i), self._obs[i], self._mask[i])
+                     for i in range(self.num_envs)]
+        self._lengths = np.zeros(self.num_envs, np.int64)
+        self._status = np.zeros(self.num_envs, np.int64)
+        self._decisions = np.zeros(self.num_envs, np.int64)
+        self.final_infos: dict[int, dict[str, Any]] = {}
+        self.invalid_actions = 0
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
+        """Reset every copy: copy ``i`` gets ``seed + i`` (or ``seed[i]``).
+
+        ``options={"window_start": [row_0, ..., row_N-1]}`` pins each copy's window (see the single env; a copy
+        whose pinned window needs no decision ends at the next step, whatever its action).
+        """
+        seeds = _seeds(seed, self.num_envs)
+        pinned = None if options is None else options.get("window_start")
+        if pinned is not None and len(pinned) != self.num_envs:
+            raise ValueError(f"options['window_start'] needs one row per copy ({self.num_envs}), got {len(pinned)}")
+        for i, env in enumerate(self.envs):
+            env.reset(seed=seeds[i], options=None if pinned is None else {"window_start": int(pinned[i])})
+            self._loaded(i)
+        return self._obs.copy(), self._step_info()
+
+    def step(self, actions: Any):
+        """Apply one action per copy; copies whose episode ends are reset in the same step."""
+        actions = self._checked(np.asarray(actions).reshape(self.num_envs))
+        self._decisions += self._status != core.DONE
+        t = self.envs[0]
+        b = self.buffers
+        _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, b.sc, b.q, b.cand, b.submit,
+                  b.key, b.start, b.heap, b.rs, b.hold, b.wall, b.nodes, self._obs, self._mask, t.machine.nodes,
+                  t._clock0, t._inv_wait, t._inv_time, t._inv_area)
+        reward = np.zeros(self.num_envs)
+        terminated = self._status == core.DONE
+        self.final_infos = {}
+        final_obs, final_info = None, {}
+        for i in np.flatnonzero(terminated):
+            env = self.envs[i]
+            env.sim.sync(core.DONE, int(self._decisions[i]))
+            result = env.finish()
+            reward[i] = result.reward
+            if final_obs is None:
+                final_obs = np.full(self.num_envs, None, dtype=object)
+            final_obs[i] = self._obs[i].copy()
+            info = {"time": env.sim.now, "waiting": 0, "decisions": int(self._decisions[i]), "done": True,
+                    **episode_info(result, env._window.start_row)}
+            self.final_infos[int(i)] = info
+            final_info = self._add_info(final_info, info, i)
+            env.reset()
+            self._loaded(i)
+        infos = self._step_info()
+        if final_obs is not None:
+            infos.update(final_obs=final_obs, _final_obs=terminated.copy(), final_info=final_info,
+                         _final_info=terminated.copy())
+        return self._obs.copy(), reward, terminated, np.zeros(self.num_envs, bool), infos
+
+    def action_masks(self) -> np.ndarray:
+        """Valid slots of every copy, ``(num_envs, slots)``."""
+        return self._mask.copy()
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Nothing to release (no processes, no files)."""
+
+    # ---- internals -------------------------------------------------------------------------------------------
+    def _loaded(self, i: int) -> None:
+        sim = self.envs[i].sim
+        self._lengths[i] = len(sim.submit)
+        self._status[i] = core.DECIDE if not sim.done else core.DONE
+        self._decisions[i] = sim.decisions
+
+    def _checked(self, actions: np.ndarray) -> np.ndarray:
+        """Valid slots are ``0 .. v - 1`` (v waiting jobs, at most ``slots``); map or refuse the others."""
+        if not np.issubdtype(actions.dtype, np.integer):
+            if not np.all(actions == np.floor(actions)):
+                raise ValueError(f"actions must be integer slots, got {actions}")
+        actions = actions.astype(np.int64)
+        valid = self._mask.sum(axis=1)
+        bad = ((actions < 0) | (actions >= valid)) & (self._status != core.DONE)
+        if bad.any():
+            if self.envs[0].invalid_action != "wrap":
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"invalid action {actions[i]} for copy {i}: slot is empty or out of range "
+                                 f"({valid[i]} valid slots; use envs.action_masks())")
+            self.invalid_actions += int(bad.sum())
+            actions = np.where(bad, actions % np.maximum(valid, 1), actions)
+        return actions
+
+    def _step_info(self) -> dict[str, Any]:
+        sc = self.buffers.sc
+        return {"time": sc[:, core._T].copy(), "waiting": sc[:, core._QE] - sc[:, core._QS],
+                "decisions": self._decisions.copy(), "done": self._status == core.DONE}
+
+
+def _seeds(seed: int | list[int | None] | None, n: int) -> list[int | None]:
+    if seed is None:
+        return [None] * n
+    if isinstance(seed, (int, np.integer)):
+        return [int(seed) + i for i in range(n)]
+    if len(seed) != n:
+        raise ValueError(f"got {len(seed)} seeds for {n} copies")
+    return list(seed)
+
+
+__all__ = ["SchedulingVectorEnv"]

@@ -1,0 +1,115 @@
+"""Where an environment's episodes come from: windows of a job table, or samples of a generator, as arrays.
+
+:class:`EpisodeSource` turns a workload into :class:`Window` objects: the int64 arrays the simulator needs, drawn
+with the environment's own generator. The single environment and the vector environment draw through the same
+code, so that N single environments and one vector environment with the same seeds play the same episodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import jobs as jobtable
+from hpcgym.machines import Machine
+from hpcgym.sim import hold_times
+from hpcgym.sim.policy import KEY, PriorityPolicy
+
+#: Draws of a seed for a sampled window come from ``[0, SEED_BOUND)``.
+SEED_BOUND = 2**31 - 1
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """A job generator: anything with ``sample(n_jobs, seed)`` returning a canonical job table."""
+
+    def sample(self, n_jobs: int, seed: int) -> pd.DataFrame:
+        """``n_jobs`` jobs; the same seed gives the same table."""
+
+
+@dataclass
+class Window:
+    """One episode's jobs as arrays (submit times rebased to 0), and where they came from."""
+
+    submit: np.ndarray
+    wall: np.ndarray
+    nodes: np.ndarray
+    hold: np.ndarray
+    job_id: np.ndarray
+    start_row: int  #: first row in the split, or -1 for a sampled window
+    source: pd.DataFrame = field(repr=False)  #: the table the window's rows come from
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The window's rows of the job table (built on demand: pandas copies the table's attrs at every slice)."""
+        if self.start_row < 0:
+            return self.source
+        return self.source.iloc[self.start_row:self.start_row + len(self.submit)]
+
+
+class EpisodeSource:
+    """Draws episode windows from a job table (random or pinned starts) or from a :class:`Workload`.
+
+    Args:
+        table: a finalized, valid job table (the split to draw from), or None.
+        sampler: a :class:`Workload`, or None (exactly one of ``table`` and ``sampler``).
+        window: jobs per episode.
+        machine: the machine (sampled windows are checked against it).
+        kill_at_walltime: end jobs at their walltime.
+    """
+
+    def __init__(self, table: pd.DataFrame | None, sampler: Workload | None, window: int, machine: Machine,
+                 kill_at_walltime: bool = True):
+        if (table is None) == (sampler is None):
+            raise ValueError("give exactly one of a job table and a sampler")
+        self.table, self.sampler, self.window = table, sampler, int(window)
+        self.machine, self.kill_at_walltime = machine, kill_at_walltime
+        if table is not None:
+            self._cols = _columns(table, kill_at_walltime)
+
+    def draw(self, rng: np.random.Generator, start: int | None = None) -> Window:
+        """A random window (or the one starting at row ``start`` of the table)."""
+        if start is not None:
+            if self.table is None:
+                raise ValueError("options['window_start'] needs a trace workload, not a sampled one")
+            if not 0 <= start <= len(self.table) - self.window:
+                raise ValueError(f"window_start must be in [0, {len(self.table) - self.window}], not {start}")
+            return self._slice(int(start))
+        if self.sampler is not None:
+            jobs = self.sampler.sample(self.window, seed=int(rng.integers(SEED_BOUND)))
+            jobs = jobtable.finalize(jobs)
+            check_fits(jobs, self.machine.nodes, self.machine.name)
+            cols = _columns(jobs, self.kill_at_walltime)
+            return Window(cols[0] - (cols[0][0] if len(jobs) else 0), *cols[1:], start_row=-1, source=jobs)
+        return self._slice(int(rng.integers(0, len(self.table) - self.window + 1)))
+
+    def _slice(self, s: int) -> Window:
+        e = s + self.window
+        submit, wall, nodes, hold, job_id = (c[s:e] for c in self._cols)
+        return Window(submit - submit[0], wall, nodes, hold, job_id, start_row=s, source=self.table)
+
+    def keys(self, window: Window, policy: PriorityPolicy) -> np.ndarray | None:
+        """The custom static keys of ``policy`` on ``window`` (None for compiled formulas)."""
+        if policy.code != KEY:
+            return None
+        jobs = window.table.reset_index(drop=True).assign(submit=window.submit)
+        return policy.keys(jobs)
+
+
+def _columns(jobs: pd.DataFrame, kill_at_walltime: bool) -> tuple[np.ndarray, ...]:
+    return (jobs["submit"].to_numpy(np.int64), jobs["walltime"].to_numpy(np.int64),
+            jobs["nodes"].to_numpy(np.int64), hold_times(jobs, kill_at_walltime), jobs["job_id"].to_numpy())
+
+
+def check_fits(table: pd.DataFrame, machine_nodes: int, machine_name: str = "the machine") -> None:
+    """Raise if a job needs more nodes than the machine has."""
+    too_big = int((table["nodes"] > machine_nodes).sum())
+    if too_big:
+        raise ValueError(f"{too_big} jobs need more than the {machine_nodes} nodes of {machine_name}; drop them "
+                         "(hpcgym.jobs.apply_invalid_policy) or pick a bigger machine")
