@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import warnings
+import zipfile
 from pathlib import Path
 
 from stable_baselines3.common.callbacks import BaseCallback
@@ -57,16 +59,30 @@ class ProgressBarCallback(BaseCallback):
 
 
 def latest_checkpoint(directory: str | Path) -> tuple[Path, int] | None:
-    """The newest ``*_<steps>_steps.zip`` checkpoint in ``directory`` and its step count, or None."""
+    """The newest intact ``*_<steps>_steps.zip`` checkpoint in ``directory`` and its step count, or None.
+
+    A checkpoint cut short by a kill during its save is not a readable zip archive; it is skipped (with a warning),
+    so that a resume falls back to the one before.
+    """
     found = []
     for path in Path(directory).glob("*_steps.zip"):
         m = re.search(r"_(\d+)_steps\.zip$", path.name)
         if m:
             found.append((int(m.group(1)), path))
-    if not found:
-        return None
-    steps, path = max(found)
-    return path, steps
+    for steps, path in sorted(found, reverse=True):
+        if _intact(path):
+            return path, steps
+        warnings.warn(f"{path} is not a complete checkpoint (a save was interrupted?); using an older one",
+                      stacklevel=2)
+    return None
+
+
+def _intact(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return "data" in z.namelist() and z.testzip() is None
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def replay_buffer_for(checkpoint: Path) -> Path | None:
@@ -76,3 +92,80 @@ def replay_buffer_for(checkpoint: Path) -> Path | None:
         return None
     candidate = checkpoint.with_name(f"{m.group(1)}_replay_buffer_{m.group(2)}_steps.pkl")
     return candidate if candidate.exists() else None
+
+
+class ValidationCallback(BaseCallback):
+    """Score the deterministic agent on fixed validation windows; keep the best model; log the learning curve.
+
+    It runs before the first step (the starting network: untrained, or cloned) and then every ``every``
+    timesteps. Each score goes to TensorBoard (``val/bsld``) and to ``curve`` (a CSV of ``timesteps, val_bsld``,
+    appended across resumes); a model better than every earlier one is saved to ``best`` (atomically). The
+    windows come from the train split, never the test split.
+
+    Args:
+        starts: window starts in the validation table.
+        every: timesteps between validations.
+        best: path of the best model (``.zip``).
+        curve: path of the learning-curve CSV.
+        env_kwargs: the environment of the validation windows (:func:`agents.rollout.play_windows`).
+    """
+
+    def __init__(self, starts: list[int], every: int, best: Path, curve: Path, env_kwargs: dict):
+        super().__init__()
+        self.starts, self.every, self.best, self.curve, self.env_kwargs = starts, max(int(every), 1), best, curve, \
+            env_kwargs
+        self.best_value = float("inf")
+        self.next_at, self.last_at = 0, -1
+        self.initial: float | None = None  # the starting network's score, when the caller measured it already
+
+    def _on_training_start(self) -> None:
+        if self.curve.exists():  # resuming: keep the best so far, and validate again only when due
+            import pandas as pd
+
+            done = pd.read_csv(self.curve)
+            if len(done):
+                self.best_value = float(done["val_bsld"].min())
+                self.next_at = int(done["timesteps"].max()) + self.every
+        if self.num_timesteps >= self.next_at:
+            self.validate()
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_at:
+            self.validate()
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.num_timesteps > self.last_at:
+            self.validate()
+
+    def score(self, model) -> float:
+        """Mean bsld of ``model`` (deterministic) over the validation windows."""
+        from agents.rollout import play_windows
+
+        infos = play_windows(model, self.starts, **self.env_kwargs)
+        return float(sum(i["metrics"]["bsld_mean"] for i in infos) / len(infos))
+
+    def validate(self) -> float:
+        """Score the current model, record it, and save it if it is the best so far."""
+        value = self.score(self.model) if self.initial is None else self.initial
+        self.initial = None
+        self.last_at = self.num_timesteps
+        self.next_at = self.num_timesteps + self.every
+        self.logger.record("val/bsld", value)
+        new = not self.curve.exists()
+        with open(self.curve, "a") as f:
+            f.write(("timesteps,val_bsld\n" if new else "") + f"{self.num_timesteps},{value}\n")
+        if value < self.best_value:
+            self.best_value = value
+            save_atomic(self.model, self.best)
+        return value
+
+
+def save_atomic(model, path: Path) -> None:
+    """``model.save`` to a temporary file in the same folder, then rename it into place."""
+    import os
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp.zip")
+    model.save(tmp)
+    os.replace(tmp, path)

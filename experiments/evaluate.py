@@ -16,28 +16,40 @@ import argparse
 import json
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import priorities
 from baselines.run import write_atomic
 from hpcgym import machines, metrics, traces
-from hpcgym.env import SchedulingEnv
 from hpcgym.sim import simulate
 
 HEURISTIC_BACKFILLS = ("none", "easy")
 REFERENCE = ("fcfs", "easy")
+CONFIDENCE = 0.95
+#: The networks of a run folder that an evaluation plays, and their row kinds.
+RUN_MODELS = (("model.zip", "agent", ""), ("untrained.zip", "untrained", " (untrained)"),
+              ("cloned.zip", "cloned", " (cloned, no RL)"))
+
+
+@dataclass
+class Agent:
+    """A network to evaluate and the environment settings it was trained with."""
+
+    model: Any
+    backfill: str = "none"
+    slots: int = 128
+    order: str | None = None
+    kind: str = "agent"
 
 
 def window_starts(n_jobs: int, length: int, count: int, seed: int) -> list[int]:
-    """``count`` window starts drawn once from ``seed`` (the same for every scheduler)."""
-    if length > n_jobs:
-        raise ValueError(f"windows of {length} jobs do not fit in {n_jobs} test jobs")
-    return [int(s) for s in np.random.default_rng(seed).integers(0, n_jobs - length + 1, size=count)]
+    """``count`` window starts drawn once from ``seed`` (:func:`hpcgym.traces.window_starts`)."""
+    return traces.window_starts(n_jobs, length, count, seed)
 
 
 def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequence[int], length: int,
@@ -49,38 +61,29 @@ def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequen
         for name, policy in priorities.POLICIES.items():
             for backfill in backfills:
                 rec = simulate(jobs, machine, policy, backfill)
-                out.append(rec.assign(scheduler=f"{name}+{backfill}", kind="heuristic", window=w))
+                out.append(rec.assign(scheduler=f"{name}+{backfill}", kind="heuristic", window=w, backfill=backfill))
     return out
 
 
-def run_agent(model: Any, label: str, trace: str | pd.DataFrame, machine: machines.Machine, starts: Sequence[int],
-              length: int, backfill: str, slots: int) -> list[pd.DataFrame]:
-    """Per-job records of a trained agent (deterministic, masked) on every window of the test split."""
-    env = SchedulingEnv(machine, trace, backfill=backfill, window=length, slots=slots, split="test")
-    out = []
-    for w, start in enumerate(starts):
-        obs, info = env.reset(seed=0, options={"window_start": start})
-        while not info["done"]:
-            action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True) \
-                if _takes_masks(model) else model.predict(obs, deterministic=True)
-            obs, _, _, _, info = env.step(int(action))
-        out.append(pd.DataFrame(info["records"]).assign(scheduler=label, kind="agent", window=w))
-    return out
+def run_agent(agent: Agent, label: str, trace: str | pd.DataFrame, machine: machines.Machine,
+              starts: Sequence[int], length: int) -> list[pd.DataFrame]:
+    """Per-job records of an agent (deterministic, masked) on every window of the test split."""
+    from agents.rollout import play_windows
 
-
-def _takes_masks(model: Any) -> bool:
-    import inspect
-
-    return "action_masks" in inspect.signature(model.predict).parameters
+    infos = play_windows(agent.model, starts, machine=machine, workload=trace, backfill=agent.backfill,
+                         window=length, slots=agent.slots, split="test", order=agent.order)
+    return [pd.DataFrame(info["records"]).assign(scheduler=label, kind=agent.kind, window=w)
+            for w, info in enumerate(infos)]
 
 
 def per_window_table(per_job: pd.DataFrame, machine_nodes: int) -> pd.DataFrame:
     """One row per scheduler x window: mean bsld, mean wait, utilization."""
     rows = []
-    for (scheduler, kind, window), rec in per_job.groupby(["scheduler", "kind", "window"], sort=False):
+    keys = ["scheduler", "kind", "backfill", "window"]
+    for (scheduler, kind, backfill, window), rec in per_job.groupby(keys, sort=False):
         s = metrics.summarize(rec, machine_nodes)
-        rows.append({"scheduler": scheduler, "kind": kind, "window": window, "bsld": s["bsld_mean"],
-                     "wait": s["wait_mean"], "utilization": s["utilization"]})
+        rows.append({"scheduler": scheduler, "kind": kind, "backfill": backfill, "window": window,
+                     "bsld": s["bsld_mean"], "wait": s["wait_mean"], "utilization": s["utilization"]})
     return pd.DataFrame(rows)
 
 
@@ -89,9 +92,10 @@ def summary(per_window: pd.DataFrame, reference: str = "+".join(REFERENCE)) -> p
     ref = per_window[per_window["scheduler"] == reference].set_index("window")["bsld"]
     rows = []
     for scheduler, group in per_window.groupby("scheduler", sort=False):
-        mean, lo, hi = metrics.bootstrap_ci(group["bsld"].to_numpy())
+        mean, lo, hi = metrics.bootstrap_ci(group["bsld"].to_numpy(), CONFIDENCE)
         mine = group.set_index("window")["bsld"]
-        rows.append({"scheduler": scheduler, "kind": group["kind"].iat[0], "bsld": mean, "ci_low": lo,
+        rows.append({"scheduler": scheduler, "kind": group["kind"].iat[0], "backfill": group["backfill"].iat[0],
+                     "bsld": mean, "ci_low": lo,
                      "ci_high": hi, "wait": group["wait"].mean(), "utilization": group["utilization"].mean(),
                      f"win_rate_vs_{reference}": float((mine < ref.loc[mine.index]).mean())})
     return pd.DataFrame(rows).sort_values("bsld").reset_index(drop=True)
@@ -102,29 +106,55 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
     write_atomic(df, path)
 
 
-def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame) -> pd.DataFrame:
-    """Write ``per_window.csv``, ``per_job.csv`` and ``summary.csv`` to ``out``; return the summary."""
+def describe(trace: str, windows: int, length: int, seed: int) -> str:
+    """The line that says what a result table measured."""
+    return (f"{trace}, test split (last 30%), {windows} windows x {length} jobs (window seed {seed}); mean bounded "
+            f"slowdown (tau 10 s) over windows, {CONFIDENCE:.0%} bootstrap CI; agents play deterministically with "
+            "the backfilling they trained with (column 'backfill')")
+
+
+def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, description: str = "") -> pd.DataFrame:
+    """Write ``per_window.csv``, ``per_job.csv``, ``summary.csv`` and ``summary.md`` to ``out``; return the summary."""
     table = summary(per_window)
     for name, df in (("per_window", per_window), ("per_job", per_job), ("summary", table)):
         write_csv(df, out / f"{name}.csv")
+    table.attrs["description"] = description
+    (out / "summary.md").write_text(format_summary(table, description) + "\n")
     return table
 
 
-def load_agent(run_dir: Path) -> tuple[Any, dict[str, Any]]:
-    """The final model of a training run and the run's arguments."""
+def format_summary(table: pd.DataFrame, description: str = "") -> str:
+    """The summary table as text, under the line that says what it measured."""
+    body = table.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+    return f"{description}\n{body}" if description else body
+
+
+def load_agent(run_dir: Path, file: str = "model.zip") -> tuple[Any, dict[str, Any]]:
+    """A network of a training run (``model.zip``: the one best on validation) and the run's arguments."""
     args = json.loads((run_dir / "args.json").read_text())
     if args["algo"] == "ppo":
         from sb3_contrib import MaskablePPO
 
-        return MaskablePPO.load(run_dir / "model.zip", device="cpu"), args
+        return MaskablePPO.load(run_dir / file, device="cpu"), args
     from agents.dqn import MaskedDQN
 
-    return MaskedDQN.load(run_dir / "model.zip", device="cpu"), args
+    return MaskedDQN.load(run_dir / file, device="cpu"), args
 
 
-def evaluate(trace: str, agents: dict[str, tuple[Any, str, int]], windows: int = 20, length: int = 1024,
+def run_agents(run_dir: Path) -> dict[str, Agent]:
+    """The networks of a run folder that exist: the agent, its untrained network, its cloned start."""
+    out = {}
+    for file, kind, suffix in RUN_MODELS:
+        if (run_dir / file).exists():
+            model, args = load_agent(run_dir, file)
+            order = args.get("order") if args.get("backfill", "none") != "none" else None
+            out[run_dir.name + suffix] = Agent(model, args["backfill"], args["slots"], order, kind)
+    return out
+
+
+def evaluate(trace: str, agents: dict[str, Agent], windows: int = 20, length: int = 1024,
              seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run agents (``label -> (model, backfill, slots)``) and the heuristics on the same test windows.
+    """Run agents (``label -> Agent``) and the heuristics on the same test windows.
 
     Returns:
         ``(per_window, per_job)`` tables.
@@ -136,8 +166,8 @@ def evaluate(trace: str, agents: dict[str, tuple[Any, str, int]], windows: int =
     test = traces.split(real, "test")
     starts = window_starts(len(test), length, windows, seed)
     recs = run_heuristics(test, machine, starts, length)
-    for label, (model, backfill, slots) in tqdm(agents.items(), desc="agents", disable=not progress):
-        recs += run_agent(model, label, trace, machine, starts, length, backfill, slots)
+    for label, agent in tqdm(agents.items(), desc="agents", disable=not progress):
+        recs += [r.assign(backfill=agent.backfill) for r in run_agent(agent, label, real, machine, starts, length)]
     per_job = pd.concat(recs, ignore_index=True)
     return per_window_table(per_job, machine.nodes), per_job
 
@@ -153,14 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval)")
     args = ap.parse_args(argv)
-    agents = {}
+    agents: dict[str, Agent] = {}
     for run in args.model:
-        model, run_args = load_agent(run)
-        agents[f"{run.name}"] = (model, run_args["backfill"], run_args["slots"])
+        agents.update(run_agents(run))
     per_window, per_job = evaluate(args.trace, agents, args.windows, args.length, args.seed)
     out = args.out or (args.model[0] / "eval" if args.model else Path("eval"))
-    table = write_results(out, per_window, per_job)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    table = write_results(out, per_window, per_job, describe(args.trace, args.windows, args.length, args.seed))
+    print(format_summary(table, table.attrs["description"]))
     print(f"results: {out}")
     return 0
 

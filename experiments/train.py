@@ -2,17 +2,27 @@
 
 Examples::
 
-    python -m experiments.train --workload synthetic            # the defaults: Theta, PPO, about 10 min on a laptop
-    python -m experiments.train --workload real --trace sdsc-sp2 --timesteps 300000
+    python -m experiments.train --workload synthetic            # the defaults: Theta, EASY, PPO, a few minutes
+    python -m experiments.train --workload synthetic --seeds 0 1 2 3 4 --jobs 2   # five seeds and their table
+    python -m experiments.train --workload real --trace sdsc-sp2 --backfill none
     python -m experiments.train --workload synthetic --synthesizer tvae --algo dqn
     python -m experiments.train --run-name my-run --resume       # continue a killed run from its last checkpoint
 
-The script reads top to bottom from :class:`Args`. The honest protocol (DESIGN.md): the real trace is split
-chronologically; training sees only the train split (its windows, or samples of a synthesizer fitted on it), and
-the final evaluation runs the agent and every heuristic on identical windows of the *test* split. Everything goes
-to ``runs/<run name>/``: ``args.json``, TensorBoard logs (``tb/``: SB3's ``rollout/`` and ``train/`` keys plus
-``sched/bsld``, ``sched/wait`` and ``sched/fcfs``, the FCFS objective on the same windows), checkpoints,
-``model.zip``, and ``eval/`` (per-window and per-job CSVs, and ``summary.csv``).
+The script reads top to bottom from :class:`Args`. The protocol: the real trace is split chronologically, 70%
+train and 30% test. The last ``val_fraction`` of the train part is the *validation* part;
+training sees only the rest (its windows, or samples of a synthesizer fitted on it). Every ``val_every`` steps the
+deterministic agent plays fixed validation windows, and ``model.zip`` is the best of those checkpoints
+(``last.zip`` holds the final weights). The evaluation runs the agent, its untrained network (``untrained.zip``:
+same seed, no training), its cloned start (``cloned.zip``, when ``--clone``) and every heuristic on identical
+windows of the *test* split. Everything goes to ``runs/<run name>/``: ``args.json``, TensorBoard logs (``tb/``:
+SB3's ``rollout/`` and ``train/`` keys, ``sched/bsld``, ``sched/fcfs`` and ``val/bsld``), checkpoints,
+``learning_curve.csv`` and ``.png``, and ``eval/``. With ``--seeds``, each seed gets its own run folder and
+``runs/<name>-seeds/`` gets the table across seeds (``experiments.seeds``).
+
+The default recipe (EASY backfilling with the smallest-area-first scan order; a warm start cloned from
+smallest-area-first, kept only if it beats the untrained network on validation; a log-ratio reward against that
+heuristic on the same window; 16 parallel windows; checkpoint selection on validation windows) was chosen by the
+sweep in ``docs/results.md`` (``python -m experiments.recipe_sweep``).
 """
 
 from __future__ import annotations
@@ -20,8 +30,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,29 +50,57 @@ class Args:
     synthesizer: str = field(default="arrivals", metadata={"help": "synthesizer for --workload synthetic|mixed"})
     algo: str = field(default="ppo", metadata={"help": "ppo (sb3-contrib MaskablePPO) | dqn (masked DQN)"})
     policy: str = field(default="scorer", metadata={"help": "scorer (shared per-slot job scorer) | mlp"})
-    timesteps: int = field(default=60_000, metadata={"help": "agent decisions to train for"})
-    backfill: str = field(default="none", metadata={"help": "none | easy: the simulator's backfilling"})
+    timesteps: int = field(default=100_000, metadata={"help": "agent decisions to train for (all envs together)"})
+    backfill: str = field(default="easy", metadata={"help": "none | easy: the simulator's backfilling"})
+    order: str = field(default="saf", metadata={"help": "heuristic whose order the EASY backfill scan follows"})
     window: int = field(default=256, metadata={"help": "jobs per training episode"})
     slots: int = field(default=128, metadata={"help": "visible queue slots (the action space)"})
     objective: str = field(default="bsld", metadata={"help": "bsld | wait | turnaround | util"})
+    reward: str = field(default="log", metadata={"help": "objective | log: the final reward's scale "
+                                                         "(hpcgym.rewards)"})
+    baseline: str = field(default="saf", metadata={"help": "heuristic the reward is relative to on the same "
+                                                           "window; empty: none"})
+    envs: int = field(default=16, metadata={"help": "parallel windows (copies of the vector environment)"})
     learning_rate: float = field(default=3e-4, metadata={"help": "optimizer learning rate"})
-    n_steps: int = field(default=2048, metadata={"help": "PPO rollout length"})
+    n_steps: int = field(default=128, metadata={"help": "PPO rollout length per env (rollout = n_steps x envs)"})
+    n_epochs: int = field(default=4, metadata={"help": "PPO epochs per rollout"})
+    batch_size: int = field(default=512, metadata={"help": "minibatch size"})
+    clip_range: float = field(default=0.2, metadata={"help": "PPO clip range"})
+    target_kl: float = field(default=0.0, metadata={"help": "PPO: stop an update's epochs past this KL (0: never)"})
     gamma: float = field(default=1.0, metadata={"help": "discount: 1, since the only reward comes at the episode's "
-                                                        "end (RLScheduler's choice)"})
+                                                        "end"})
     gae_lambda: float = field(default=0.97, metadata={"help": "GAE lambda (PPO)"})
     ent_coef: float = field(default=0.0, metadata={"help": "entropy bonus (PPO)"})
-    clone: str = field(default="", metadata={"help": "PPO warm start: behaviour-clone this heuristic first (e.g. "
-                                                     "saf); empty: none"})
-    clone_episodes: int = field(default=40, metadata={"help": "episodes of demonstrations for --clone"})
-    batch_size: int = field(default=256, metadata={"help": "minibatch size"})
+    clone: str = field(default="saf", metadata={"help": "PPO warm start: behaviour-clone this heuristic first; "
+                                                        "empty: none"})
+    clone_episodes: int = field(default=100, metadata={"help": "episodes of demonstrations for --clone"})
+    clone_epochs: int = field(default=20, metadata={"help": "passes over the demonstrations for --clone"})
+    start: str = field(default="best", metadata={"help": "best: RL starts from whichever of the untrained and the "
+                                                         "cloned network scores better on validation | clone"})
+    val_fraction: float = field(default=0.2, metadata={"help": "last part of the train split kept for validation"})
+    val_windows: int = field(default=16, metadata={"help": "validation windows (0: keep the last model)"})
+    val_length: int = field(default=1024, metadata={"help": "jobs per validation window"})
+    val_every: int = field(default=20_000, metadata={"help": "timesteps between validations"})
     seed: int = field(default=0, metadata={"help": "seed of the agent, the environment and the synthesizer"})
-    eval_windows: int = field(default=10, metadata={"help": "test windows in the final evaluation (0: none)"})
+    seeds: list[int] = field(default_factory=list, metadata={"help": "several seeds, one run each, and the table "
+                                                                     "across them (overrides --seed)"})
+    jobs: int = field(default=1, metadata={"help": "seeds trained at once (processes) with --seeds"})
+    eval_windows: int = field(default=20, metadata={"help": "test windows in the final evaluation (0: none)"})
     eval_length: int = field(default=1024, metadata={"help": "jobs per test window"})
-    checkpoint_every: int = field(default=10_000, metadata={"help": "timesteps between checkpoints"})
+    checkpoint_every: int = field(default=20_000, metadata={"help": "timesteps between checkpoints"})
     runs_dir: str = field(default="runs", metadata={"help": "where run folders go"})
     run_name: str = field(default="", metadata={"help": "run folder name (default: trace-workload-algo-sSEED)"})
     resume: bool = field(default=False, metadata={"help": "continue from the run folder's last checkpoint"})
     threads: int = field(default=1, metadata={"help": "torch threads (1 is fastest for these tiny networks)"})
+
+    @property
+    def name(self) -> str:
+        """The run folder's name."""
+        return self.run_name or f"{self.trace}-{self.workload}-{self.algo}-s{self.seed}"
+
+
+CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "policy": ("scorer", "mlp"),
+           "backfill": ("none", "easy"), "reward": ("objective", "log"), "start": ("best", "clone")}
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -73,14 +111,17 @@ def parse_args(argv: list[str] | None = None) -> Args:
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
             ap.add_argument(flag, action="store_true", help=f.metadata["help"])
+        elif str(f.type).startswith("list"):
+            ap.add_argument(flag, type=int, nargs="+", default=[], help=f.metadata["help"])
         else:
             kind = {"int": int, "float": float}.get(str(f.type), str)
             ap.add_argument(flag, type=kind, default=f.default, help=f"{f.metadata['help']} (default: {f.default})")
     args = Args(**vars(ap.parse_args(argv)))
-    for name, allowed in (("workload", ("real", "synthetic", "mixed")), ("algo", ("ppo", "dqn")),
-                          ("policy", ("scorer", "mlp")), ("backfill", ("none", "easy"))):
+    for name, allowed in CHOICES.items():
         if getattr(args, name) not in allowed:
-            ap.error(f"--{name} must be one of {allowed}")
+            ap.error(f"--{name.replace('_', '-')} must be one of {allowed}")
+    if args.envs < 1 or args.timesteps < 0:
+        ap.error("--envs must be >= 1 and --timesteps >= 0")
     return args
 
 
@@ -100,40 +141,65 @@ class MixedWorkload:
         return self.model.sample(n_jobs, seed=seed)
 
 
+@dataclass
+class Data:
+    """The parts of the real trace a run uses."""
+
+    machine: Any
+    fit: pd.DataFrame  #: the train split minus the validation part: all the agent (or synthesizer) sees
+    validation: pd.DataFrame  #: the last ``val_fraction`` of the train split
+
+
+def load_data(args: Args) -> Data:
+    """Read the trace and carve the train split into the training and validation parts."""
+    from hpcgym import machines, traces
+
+    real = traces.read(args.trace)
+    train = traces.split(real, "train")
+    fit, validation = (traces.split(train, part, 1.0 - args.val_fraction) for part in ("train", "test"))
+    return Data(machines.get(real.attrs["machine"]), fit, validation)
+
+
 def fitted_synthesizer(args: Args, train: pd.DataFrame, nodes: int, cache: Path) -> Any:
-    """The synthesizer fitted on the train split, from the cache when the same fit was done before."""
+    """The synthesizer fitted on the training part, from the cache when the same fit was done before."""
     import synth
     from synth.base import Synthesizer, table_hash
 
     where = cache / f"{args.trace}-{args.synthesizer}-s{args.seed}-{table_hash(train)}"
     if (where / "manifest.json").exists():
         return Synthesizer.load(where)
+    print(f"fitting {args.synthesizer} on {len(train):,} jobs of {args.trace}'s train split ...", flush=True)
     model = synth.get(args.synthesizer, max_nodes=nodes).fit(train, seed=args.seed)
     model.save(where)
     return model
 
 
-def make_env(args: Args, run_dir: Path) -> Any:
-    """The training environment: train split only, FCFS reported on the same windows."""
-    from stable_baselines3.common.monitor import Monitor
+def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
+    """The environment settings every part of a run shares (training, validation, evaluation)."""
+    return {"machine": data.machine, "backfill": args.backfill, "slots": args.slots, "objective": args.objective,
+            "order": args.order if args.backfill != "none" else None}
 
-    from hpcgym import machines, traces
-    from hpcgym.env import SchedulingEnv
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        real = traces.read(args.trace)
-    machine = machines.get(real.attrs["machine"])
-    train = traces.split(real, "train")
+def training_workload(args: Args, data: Data) -> Any:
+    """What the agent trains on: the training part's windows, a synthesizer fitted on it, or both alternately."""
     if args.workload == "real":
-        workload = train
-    else:
-        model = fitted_synthesizer(args, train, machine.nodes, Path(args.runs_dir) / "cache")
-        workload = model if args.workload == "synthetic" else MixedWorkload(train, model)
-    env = SchedulingEnv(machine, workload, backfill=args.backfill, window=args.window, slots=args.slots,
-                        split="all", objective=args.objective, compare_with=("fcfs",))
-    env.reset(seed=args.seed)
-    return Monitor(env, str(run_dir / "monitor.csv"), info_keywords=("compare",))
+        return data.fit
+    model = fitted_synthesizer(args, data.fit, data.machine.nodes, Path(args.runs_dir) / "cache")
+    return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
+
+
+def make_env(args: Args, data: Data, workload: Any, run_dir: Path) -> Any:
+    """The training environment: the vector env over the training workload, in SB3's interface."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from agents.vec import HpcgymVecEnv
+    from hpcgym.vector import SchedulingVectorEnv
+
+    venv = SchedulingVectorEnv(args.envs, workload=workload, window=args.window, split="all", reward=args.reward,
+                               baseline=args.baseline or None, compare_with=("fcfs",), **env_kwargs(args, data))
+    env = VecMonitor(HpcgymVecEnv(venv), str(run_dir / "monitor.csv"), info_keywords=("compare",))
+    env.seed(args.seed)
+    return env
 
 
 def make_model(args: Args, env: Any, run_dir: Path) -> Any:
@@ -151,8 +217,10 @@ def make_model(args: Args, env: Any, run_dir: Path) -> Any:
             return MaskablePPO.load(found[0], env=env, device="cpu", tensorboard_log=tb)
         policy = ScorerPolicy if args.policy == "scorer" else "MlpPolicy"
         return MaskablePPO(policy, env, learning_rate=args.learning_rate, n_steps=args.n_steps,
-                           batch_size=args.batch_size, gamma=args.gamma, gae_lambda=args.gae_lambda,
-                           ent_coef=args.ent_coef, seed=args.seed, tensorboard_log=tb, device="cpu", verbose=0)
+                           batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
+                           gae_lambda=args.gae_lambda, clip_range=args.clip_range,
+                           target_kl=args.target_kl or None, ent_coef=args.ent_coef, seed=args.seed,
+                           tensorboard_log=tb, device="cpu", verbose=0)
     from agents.dqn import MaskedDQN
 
     if found:
@@ -162,49 +230,108 @@ def make_model(args: Args, env: Any, run_dir: Path) -> Any:
             model.load_replay_buffer(buffer)
         return model
     return MaskedDQN(env=env, learning_rate=args.learning_rate, batch_size=args.batch_size, seed=args.seed,
-                     gamma=args.gamma,
-                     buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
+                     gamma=args.gamma, buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
                      policy_kwargs={"scorer": args.policy == "scorer"}, tensorboard_log=tb, device="cpu", verbose=0)
 
 
+def validation_starts(args: Args, data: Data) -> list[int]:
+    """Fixed validation windows (seed 0: the same for every run) in the validation part."""
+    from hpcgym import traces
+
+    if args.val_windows <= 0:
+        return []
+    if len(data.validation) < args.val_length:
+        raise SystemExit(f"the validation part has {len(data.validation)} jobs, fewer than --val-length "
+                         f"{args.val_length}: lower it or raise --val-fraction")
+    return traces.window_starts(len(data.validation), args.val_length, args.val_windows, seed=0)
+
+
+def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path, validate: Any) -> float | None:
+    """Save the untrained network; with ``--clone``, behaviour-clone the heuristic and save that too.
+
+    The demonstrations are the heuristic's choices on the training workload (synthetic samples for a synthetic
+    run: a synthetic-trained agent never sees real jobs before its evaluation).
+
+    With ``--start best`` and validation windows, RL then starts from whichever of the two scores better on them
+    (``warm_start.json`` says which). Returns the starting network's validation bsld, if measured.
+    """
+    from agents.callbacks import save_atomic
+
+    save_atomic(model, run_dir / "untrained.zip")
+    if not (args.clone and args.algo == "ppo"):
+        return None
+    from agents.pretrain import behaviour_clone
+    from baselines import priorities
+    from hpcgym.env import SchedulingEnv
+
+    scores = {"untrained": validate(model)} if args.start == "best" else {}
+    untrained = {k: v.clone() for k, v in model.policy.state_dict().items()}
+    demo_env = SchedulingEnv(workload=workload, window=args.window, split="all", **env_kwargs(args, data))
+    accuracy = behaviour_clone(model, demo_env, priorities.get(args.clone), args.clone_episodes, args.clone_epochs,
+                               seed=args.seed)
+    save_atomic(model, run_dir / "cloned.zip")
+    if args.start == "best":
+        scores["cloned"] = validate(model)
+    chosen = min(scores, key=scores.get) if scores else "cloned"
+    if chosen == "untrained":
+        model.policy.load_state_dict(untrained)
+    print(f"behaviour-cloned {args.clone}: {accuracy:.1%} of its choices reproduced; RL starts from the {chosen} "
+          f"network (validation bsld: {json.dumps({k: round(v, 3) for k, v in scores.items()})})", flush=True)
+    (run_dir / "warm_start.json").write_text(json.dumps({"clone_accuracy": accuracy, "validation": scores,
+                                                         "chosen": chosen}, indent=2))
+    return scores.get(chosen)
+
+
 def train(args: Args) -> Path:
-    """Train (or resume) and save ``model.zip``; return the run folder."""
+    """Train (or resume) and save ``model.zip`` (best on validation) and ``last.zip``; return the run folder."""
     import torch
     from stable_baselines3.common.callbacks import CheckpointCallback
 
-    from agents.callbacks import ProgressBarCallback, SchedulingMetricsCallback
+    from agents.callbacks import ProgressBarCallback, SchedulingMetricsCallback, ValidationCallback, save_atomic
+    from agents.curves import plot_learning_curves
 
     torch.set_num_threads(args.threads)
-    run_dir = Path(args.runs_dir) / (args.run_name or f"{args.trace}-{args.workload}-{args.algo}-s{args.seed}")
+    run_dir = Path(args.runs_dir) / args.name
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
-    env = make_env(args, run_dir)
+    data = load_data(args)
+    workload = training_workload(args, data)
+    env = make_env(args, data, workload, run_dir)
     model = make_model(args, env, run_dir)
-    if args.clone and args.algo == "ppo" and model.num_timesteps == 0:
-        from agents.pretrain import behaviour_clone
-        from baselines import priorities
-
-        accuracy = behaviour_clone(model, env, priorities.get(args.clone), args.clone_episodes, seed=args.seed)
-        print(f"behaviour-cloned {args.clone}: {accuracy:.1%} of its choices reproduced")
-    remaining = args.timesteps - model.num_timesteps
-    if remaining > 0:
-        checkpoints = CheckpointCallback(max(args.checkpoint_every, 1), str(run_dir / "checkpoints"), "model",
-                                         save_replay_buffer=args.algo == "dqn")
-        model.learn(remaining, callback=[checkpoints, SchedulingMetricsCallback(), ProgressBarCallback(remaining)],
-                    reset_num_timesteps=model.num_timesteps == 0, tb_log_name="run")
-    model.save(run_dir / "model.zip")
-    print(f"trained {args.algo} for {model.num_timesteps} timesteps; saved {run_dir / 'model.zip'}")
+    starts = validation_starts(args, data)
+    val_env = dict(workload=data.validation, window=args.val_length, split="all", **env_kwargs(args, data))
+    validation = ValidationCallback(starts, args.val_every, run_dir / "best.zip", run_dir / "learning_curve.csv",
+                                    val_env) if starts else None
+    if model.num_timesteps == 0:
+        (run_dir / "learning_curve.csv").unlink(missing_ok=True)
+        first = warm_start(args, model, data, workload, run_dir, validation.score if validation else None)
+        if validation is not None:
+            validation.initial = first
+    callbacks = [CheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run_dir / "checkpoints"),
+                                    "model", save_replay_buffer=args.algo == "dqn"),
+                 SchedulingMetricsCallback(), ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0))]
+    if validation is not None:
+        callbacks.append(validation)
+    model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
+                reset_num_timesteps=model.num_timesteps == 0, tb_log_name="run")
+    save_atomic(model, run_dir / "last.zip")
+    best = run_dir / "best.zip"
+    shutil.copyfile(best if starts and best.exists() else run_dir / "last.zip", run_dir / "model.zip")
+    if starts:
+        plot_learning_curves({args.name: run_dir / "learning_curve.csv"}, run_dir / "learning_curve.png",
+                             title=f"{args.name}: validation bsld ({args.val_windows} windows of the train split)")
+    print(f"trained {args.algo} for {model.num_timesteps} timesteps; saved {run_dir / 'model.zip'}", flush=True)
     return run_dir
 
 
 def evaluate_run(args: Args, run_dir: Path) -> pd.DataFrame:
-    """Agent vs every heuristic x backfill on the same test windows; writes ``eval/`` and returns the summary."""
+    """Agent, untrained, cloned and every heuristic on the same test windows; writes ``eval/``; returns the summary."""
     from experiments import evaluate
 
-    model, _ = evaluate.load_agent(run_dir)
-    per_window, per_job = evaluate.evaluate(args.trace, {run_dir.name: (model, args.backfill, args.slots)},
-                                            args.eval_windows, args.eval_length, seed=0)
-    return evaluate.write_results(run_dir / "eval", per_window, per_job)
+    agents = evaluate.run_agents(run_dir)
+    per_window, per_job = evaluate.evaluate(args.trace, agents, args.eval_windows, args.eval_length, seed=0)
+    return evaluate.write_results(run_dir / "eval", per_window, per_job,
+                                  evaluate.describe(args.trace, args.eval_windows, args.eval_length, seed=0))
 
 
 def run(args: Args) -> tuple[Path, pd.DataFrame | None]:
@@ -213,13 +340,46 @@ def run(args: Args) -> tuple[Path, pd.DataFrame | None]:
     return run_dir, (evaluate_run(args, run_dir) if args.eval_windows > 0 else None)
 
 
+def _run_seed(args: Args) -> str:
+    return str(run(args)[0])
+
+
+def run_seeds(args: Args) -> tuple[list[Path], pd.DataFrame | None]:
+    """One run per seed of ``args.seeds`` (``args.jobs`` at a time), then the table across seeds."""
+    from experiments import seeds as across
+
+    base = args.run_name or f"{args.trace}-{args.workload}-{args.algo}"
+    per_seed = [dataclasses.replace(args, seed=s, seeds=[], run_name=f"{base}-s{s}") for s in args.seeds]
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            dirs = [Path(d) for d in pool.map(_run_seed, per_seed)]
+    else:
+        dirs = [run(a)[0] for a in per_seed]
+    if args.eval_windows <= 0:
+        return dirs, None
+    return dirs, across.write(dirs, Path(args.runs_dir) / f"{base}-seeds")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train, then evaluate on the test windows."""
     args = parse_args(argv)
     started = time.time()
+    if args.seeds:
+        dirs, table = run_seeds(args)
+        if table is not None:
+            from experiments.seeds import format_table
+
+            print(format_table(table))
+        print(f"done in {time.time() - started:.0f} s: {', '.join(map(str, dirs))}")
+        return 0
     run_dir, table = run(args)
     if table is not None:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+        from experiments.evaluate import format_summary
+
+        print(format_summary(table, table.attrs.get("description", "")))
     print(f"done in {time.time() - started:.0f} s: {run_dir}")
     return 0
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["--trace", "lublin-256", "--n-steps", "256", "--batch-size", "64", "--window", "64", "--slots", "32",
-        "--eval-windows", "2", "--eval-length", "128"]
+TINY = ["--trace", "lublin-256", "--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64",
+        "--slots", "32", "--eval-windows", "2", "--eval-length", "128", "--val-windows", "2", "--val-length", "256",
+        "--val-every", "256", "--clone-episodes", "4"]
 
 
 def train_cmd(runs, *extra):
@@ -20,13 +21,15 @@ def train_cmd(runs, *extra):
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO, **kw)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, **kw)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 def num_timesteps(run_dir):
     from sb3_contrib import MaskablePPO
 
-    return MaskablePPO.load(run_dir / "model.zip").num_timesteps
+    return MaskablePPO.load(run_dir / "last.zip").num_timesteps
 
 
 def test_train_and_evaluate_end_to_end(tmp_path):
@@ -38,12 +41,36 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert any((tmp_path / "cache").iterdir())  # the fitted synthesizer is cached
     assert list((run_dir / "tb").rglob("events.out.tfevents*"))
     summary = pd.read_csv(run_dir / "eval" / "summary.csv")
-    assert set(summary["kind"]) == {"agent", "heuristic"} and len(summary) == 1 + 7 * 2
+    assert set(summary["kind"]) == {"agent", "untrained", "cloned", "heuristic"} and len(summary) == 3 + 7 * 2
+    assert "test split" in (run_dir / "eval" / "summary.md").read_text()  # the table says what it measured
+    curve = pd.read_csv(run_dir / "learning_curve.csv")
+    assert curve["timesteps"].iat[0] == 0 and len(curve) >= 3 and (run_dir / "learning_curve.png").exists()
+    assert json.loads((run_dir / "warm_start.json").read_text())["chosen"] in ("untrained", "cloned")
     ev = run([sys.executable, "-m", "experiments.evaluate", "--model", str(run_dir), "--trace", "lublin-256",
               "--windows", "2", "--length", "128", "--out", str(tmp_path / "ev")]).stdout
     assert "lublin-256-synthetic-ppo-s0" in ev
     per_window = pd.read_csv(tmp_path / "ev" / "per_window.csv")
     assert per_window.groupby("scheduler")["window"].nunique().eq(2).all()
+
+
+def test_several_seeds_make_one_table(tmp_path):
+    out = run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--seeds", "0", "1", "--jobs", "2",
+                        "--run-name", "multi")).stdout
+    table = pd.read_csv(tmp_path / "multi-seeds" / "summary.csv")
+    agent = table.set_index("scheduler").loc["agent"]
+    assert agent["seeds"] == 2 and agent["iqr_low"] <= agent["median"] <= agent["iqr_high"] <= agent["worst_seed"]
+    assert {"seeds_beating_fcfs+easy", "seeds_beating_untrained", "ci_low", "ci_high"} <= set(table.columns)
+    per_seed = pd.read_csv(tmp_path / "multi-seeds" / "per_seed.csv")
+    assert sorted(per_seed.loc[per_seed["scheduler"] == "agent", "seed"]) == [0, 1]
+    assert (tmp_path / "multi-seeds" / "learning_curves.png").exists() and "2 seeds [0, 1]" in out
+
+
+def test_seed_table_refuses_runs_on_other_windows(tmp_path):
+    run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "a"))
+    run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "b", "--eval-windows", "3"))
+    bad = subprocess.run([sys.executable, "-m", "experiments.seeds", str(tmp_path / "a"), str(tmp_path / "b"),
+                          "--out", str(tmp_path / "t")], capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "same windows" in bad.stderr
 
 
 def test_dqn_train_smoke(tmp_path):

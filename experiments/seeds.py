@@ -1,0 +1,123 @@
+"""Results across seeds: for every scheduler, the median of the seeds' mean bsld, its spread and its worst seed.
+
+Example::
+
+    python -m experiments.seeds runs/theta-synthetic-ppo-s0 runs/theta-synthetic-ppo-s1 ... --out runs/theta-seeds
+
+Each run folder holds ``eval/per_window.csv`` (written by ``experiments.train``); all must have been evaluated on
+the same trace and windows (checked). One seed is one number per scheduler: its mean bounded slowdown over the
+test windows. The table gives, per scheduler, the number of seeds, the median, the interquartile range, the worst
+and best seed, the mean with a bootstrap CI over seeds, and for the networks (agent, untrained, cloned) how many
+seeds beat FCFS+EASY and how many beat their own untrained network. Heuristics do not depend on the seed: their
+rows repeat one value, as a reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import metrics
+
+REFERENCE = "fcfs+easy"
+NETWORKS = ("agent", "cloned", "untrained")
+
+
+def load(runs: Sequence[Path]) -> pd.DataFrame:
+    """One row per run x scheduler: ``run, seed, scheduler, kind, backfill, bsld`` (mean over the test windows).
+
+    Raises:
+        ValueError: the runs were not evaluated on the same trace and windows.
+    """
+    rows, seen = [], {}
+    for run in map(Path, runs):
+        args = json.loads((run / "args.json").read_text())
+        per_window = pd.read_csv(run / "eval" / "per_window.csv")
+        ref = per_window[per_window["scheduler"] == REFERENCE].sort_values("window")["bsld"].round(9).tolist()
+        key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
+        seen.setdefault(key, (run, ref))
+        if seen[key][1] != ref or len(seen) > 1:
+            raise ValueError(f"{run} and {seen[next(iter(seen))][0]} were not evaluated on the same windows "
+                             f"(trace, windows, length: {list(seen)}); evaluate them together first")
+        for (scheduler, kind), g in per_window.groupby(["scheduler", "kind"], sort=False):
+            role = kind if kind in NETWORKS else scheduler
+            backfill = g["backfill"].iat[0] if "backfill" in g else args.get("backfill", "")
+            rows.append({"run": run.name, "seed": args["seed"], "scheduler": role, "kind": kind,
+                         "backfill": backfill, "bsld": g["bsld"].mean(), "windows": len(g)})
+    return pd.DataFrame(rows)
+
+
+def table(per_seed: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """The across-seed table (see the module docstring); rows sorted by median bsld."""
+    wide = per_seed.pivot_table(index="seed", columns="scheduler", values="bsld")
+    rows = []
+    for scheduler, g in per_seed.groupby("scheduler", sort=False):
+        v = g["bsld"].to_numpy()
+        mean, lo, hi = metrics.bootstrap_ci(v, confidence)
+        q25, q50, q75 = np.percentile(v, (25, 50, 75))
+        row = {"scheduler": scheduler, "kind": g["kind"].iat[0], "backfill": g["backfill"].iat[0],
+               "seeds": len(v), "median": q50, "iqr_low": q25, "iqr_high": q75, "worst_seed": v.max(),
+               "best_seed": v.min(), "mean": mean, "ci_low": lo, "ci_high": hi}
+        if scheduler in NETWORKS:
+            mine = wide[scheduler].dropna()
+            row[f"seeds_beating_{REFERENCE}"] = int((mine < wide.loc[mine.index, REFERENCE]).sum())
+            if "untrained" in wide and scheduler != "untrained":
+                row["seeds_beating_untrained"] = int((mine < wide.loc[mine.index, "untrained"]).sum())
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("median").reset_index(drop=True)
+
+
+def describe(per_seed: pd.DataFrame, runs: Sequence[Path], confidence: float = 0.95) -> str:
+    """The line that says what the table measured."""
+    args = json.loads((Path(runs[0]) / "args.json").read_text())
+    seeds = sorted(per_seed["seed"].unique().tolist())
+    return (f"{args['trace']}, test split (last 30%), {int(per_seed['windows'].max())} windows x "
+            f"{args['eval_length']} jobs; {len(seeds)} seeds {seeds}; one value per seed = mean bounded slowdown "
+            f"over the windows; CI: {confidence:.0%} bootstrap over seeds; agents trained on {args['workload']} "
+            f"data with backfill={args['backfill']}")
+
+
+def format_table(tab: pd.DataFrame) -> str:
+    """The table as text, under its description."""
+    body = tab.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+    return f"{tab.attrs.get('description', '')}\n{body}"
+
+
+def write(runs: Sequence[Path], out: Path) -> pd.DataFrame:
+    """Write ``per_seed.csv``, ``summary.csv``, ``summary.md`` and ``learning_curves.png`` to ``out``."""
+    from agents.curves import plot_learning_curves
+    from experiments.evaluate import write_csv
+
+    per_seed = load(runs)
+    tab = table(per_seed)
+    tab.attrs["description"] = describe(per_seed, runs)
+    write_csv(per_seed, out / "per_seed.csv")
+    write_csv(tab, out / "summary.csv")
+    (out / "summary.md").write_text(format_table(tab) + "\n")
+    curves = {Path(r).name: Path(r) / "learning_curve.csv" for r in runs}
+    plot_learning_curves(curves, out / "learning_curves.png", title=f"{out.name}: validation bsld per seed")
+    return tab
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI."""
+    ap = argparse.ArgumentParser(prog="python -m experiments.seeds", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", type=Path, nargs="+", help="training run folders, one per seed")
+    ap.add_argument("--out", type=Path, required=True, help="folder for the table and the plot")
+    args = ap.parse_args(argv)
+    try:
+        tab = write(args.runs, args.out)
+    except ValueError as exc:
+        ap.exit(2, f"error: {exc}\n")
+    print(format_table(tab))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
