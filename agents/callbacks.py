@@ -98,9 +98,11 @@ class ValidationCallback(BaseCallback):
     """Score the deterministic agent on fixed validation windows; keep the best model; log the learning curve.
 
     It runs before the first step (the starting network: untrained, or cloned) and then every ``every``
-    timesteps. Each score goes to TensorBoard (``val/bsld``) and to ``curve`` (a CSV of ``timesteps, val_bsld``,
-    appended across resumes); a model better than every earlier one is saved to ``best`` (atomically). The
-    windows come from the train split, never the test split.
+    timesteps. Each score goes to TensorBoard (``val/bsld``) and to ``curve`` (a CSV of ``timesteps, val_bsld,
+    network``, appended across resumes); a model better than every earlier one is saved to ``best`` (atomically).
+    The curve starts with the warm start's candidates (:attr:`prior`: the untrained and the cloned network, the one
+    RL did not start from marked "not kept"), so that it shows what training added. The windows come from the
+    train split, never the test split.
 
     Args:
         starts: window starts in the validation table.
@@ -117,14 +119,17 @@ class ValidationCallback(BaseCallback):
         self.best_value = float("inf")
         self.next_at, self.last_at = 0, -1
         self.initial: float | None = None  # the starting network's score, when the caller measured it already
+        self.prior: dict[str, float] = {}  # network label -> score, written first (the warm start's candidates)
+        self.start_label = "start"
 
     def _on_training_start(self) -> None:
         if self.curve.exists():  # resuming: keep the best so far, and validate again only when due
             import pandas as pd
 
             done = pd.read_csv(self.curve)
-            if len(done):
-                self.best_value = float(done["val_bsld"].min())
+            kept = done[~done["network"].str.contains("not kept")]
+            if len(kept):
+                self.best_value = float(kept["val_bsld"].min())
                 self.next_at = int(done["timesteps"].max()) + self.every
         if self.num_timesteps >= self.next_at:
             self.validate()
@@ -152,9 +157,12 @@ class ValidationCallback(BaseCallback):
         self.last_at = self.num_timesteps
         self.next_at = self.num_timesteps + self.every
         self.logger.record("val/bsld", value)
-        new = not self.curve.exists()
+        rows = [] if self.curve.exists() else ["timesteps,val_bsld,network"]
+        rows += [f"0,{v},{label}" for label, v in self.prior.items()]
+        rows.append(f"{self.num_timesteps},{value},{self.start_label if self.num_timesteps == 0 else 'ppo'}")
+        self.prior = {}
         with open(self.curve, "a") as f:
-            f.write(("timesteps,val_bsld\n" if new else "") + f"{self.num_timesteps},{value}\n")
+            f.write("\n".join(rows) + "\n")
         if value < self.best_value:
             self.best_value = value
             save_atomic(self.model, self.best)

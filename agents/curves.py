@@ -10,9 +10,10 @@ import pandas as pd
 
 def plot_learning_curves(curves: Mapping[str, Path], out: Path, title: str = "",
                          references: Mapping[str, float] | None = None) -> Path:
-    """Plot each ``label -> learning_curve.csv`` (``timesteps, val_bsld``) and save a PNG to ``out``.
+    """Plot each ``label -> learning_curve.csv`` (``timesteps, val_bsld, network``) and save a PNG to ``out``.
 
-    ``references`` draws horizontal lines (e.g. heuristics on the same validation windows).
+    The line follows the networks RL trained; the warm-start candidate it did not start from (``... (not kept)``)
+    is a cross at step 0. ``references`` draws horizontal lines (e.g. heuristics on the same windows).
     """
     import matplotlib
 
@@ -23,10 +24,17 @@ def plot_learning_curves(curves: Mapping[str, Path], out: Path, title: str = "",
     for label, path in curves.items():
         if Path(path).exists():
             df = pd.read_csv(path)
-            ax.plot(df["timesteps"], df["val_bsld"], marker="o", ms=3, label=label)
+            aside = df["network"].astype(str).str.contains("not kept")
+            line = ax.plot(df.loc[~aside, "timesteps"], df.loc[~aside, "val_bsld"], marker="o", ms=3, label=label)
+            if aside.any():
+                ax.scatter(df.loc[aside, "timesteps"], df.loc[aside, "val_bsld"], marker="x",
+                           color=line[0].get_color(), label=f"{label}: warm-start candidate not kept")
     for label, value in (references or {}).items():
         ax.axhline(value, ls="--", lw=1, color="grey")
         ax.annotate(label, (0, value), fontsize=8, color="grey", va="bottom")
+    ys = [y for line in ax.get_lines() for y in line.get_ydata()] + list((references or {}).values())
+    if ys and min(ys) > 0 and max(ys) / min(ys) > 20:  # a far-off reference (FCFS) would flatten the curves
+        ax.set_yscale("log")
     ax.set_xlabel("training steps (agent decisions)")
     ax.set_ylabel("mean bounded slowdown (validation)")
     ax.set_title(title or "learning curves", fontsize=10)

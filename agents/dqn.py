@@ -22,6 +22,7 @@ from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 
 from agents.policies import slots_and_features, valid_from_observation
 from agents.scorer import SlotScorer
+from hpcgym.observation import PRESENT
 
 INVALID_Q = -1e9
 
@@ -44,7 +45,7 @@ class MaskedQNetwork(QNetwork):
             q = self.scorer(obs.reshape(obs.shape[0], -1).float())[0]
         else:
             q = super().forward(obs)
-        present = obs.reshape(obs.shape[0], self.slots + 1, -1)[:, :self.slots, 0] > 0.5
+        present = obs.reshape(obs.shape[0], self.slots + 1, -1)[:, :self.slots, PRESENT] > 0.5
         return torch.where(present, q, torch.full_like(q, INVALID_Q))
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
@@ -78,15 +79,18 @@ class MaskedDQN(DQN):
 
     def __init__(self, policy: Any = MaskedDQNPolicy, env: Any = None, **kwargs: Any):
         super().__init__(policy, env, **kwargs)
+        self._explore = np.random.default_rng(self.seed)  # exploration draws: seeded, never the global numpy RNG
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_explore"]
 
     def _random_valid(self, obs: np.ndarray) -> np.ndarray:
-        slots = self.action_space.n
-        valid = valid_from_observation(obs, slots)
-        return np.array([np.random.choice(np.flatnonzero(v)) if v.any() else 0 for v in valid])
+        valid = valid_from_observation(obs, self.action_space.n)
+        return np.array([self._explore.choice(np.flatnonzero(v)) if v.any() else 0 for v in valid])
 
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
         """Greedy over valid slots; with probability epsilon, a uniformly random valid slot."""
-        if not deterministic and np.random.rand() < self.exploration_rate:
+        if not deterministic and self._explore.random() < self.exploration_rate:
             batch = np.asarray(observation).ndim == 3
             action = self._random_valid(observation)
             return (action if batch else action[0]), state

@@ -15,6 +15,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from agents.scorer import ScorerActorCritic
+from hpcgym.observation import PRESENT
 
 
 def slots_and_features(space: spaces.Box) -> tuple[int, int]:
@@ -48,7 +49,7 @@ class ScorerPolicy(MaskableActorCriticPolicy):
 
 
 def valid_from_observation(obs: np.ndarray, slots: int) -> np.ndarray:
-    """Valid-slot masks read from observations: the ``present`` flag (column 0) of the job rows."""
+    """Valid-slot masks read from observations: the ``present`` flag of the job rows."""
     obs = np.asarray(obs)
     batch = obs.reshape(-1, slots + 1, obs.shape[-1]) if obs.ndim >= 2 else obs
-    return batch[:, :slots, 0] > 0.5
+    return batch[:, :slots, PRESENT] > 0.5

@@ -5,10 +5,13 @@ Example::
     python -m experiments.compare runs/theta-real-ppo-s0 runs/theta-synthetic-ppo-s0 --out compare.md
 
 Each run folder must hold ``args.json`` and ``eval/per_window.csv`` (written by ``experiments.train``). Runs
-compared together must have been evaluated on the same trace, windows and seed (the script checks the windows'
-job ids). The table gives, per agent, the mean bounded slowdown on the real test windows with a 95% bootstrap
-interval, the win rate against FCFS+EASY, and the share of the real-trained agent's improvement over FCFS+EASY
-that it achieves (TSTR: train on synthetic, test on real).
+compared together must have been evaluated on the same windows: the script checks that the reference heuristic
+(FCFS+EASY) scored the same on every window of every run, and refuses otherwise. The table gives, per agent, the
+mean bounded slowdown on the real test windows with a 95% bootstrap interval, the win rate against FCFS+EASY, and
+the share of the real-trained agent's improvement over FCFS+EASY that it achieves (TSTR: train on synthetic, test
+on real). When a training source has several runs (seeds), a second table reports it across seeds: the median of
+the seeds' mean bsld, the interquartile range, the worst seed, and the share of the real-trained agents'
+improvement at the medians with a 95% bootstrap CI over seeds.
 """
 
 from __future__ import annotations
@@ -32,13 +35,23 @@ def label(args: dict) -> str:
 
 
 def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
-    """Per-window bsld of each run's agent, and of the reference heuristic, indexed by window."""
-    rows = []
+    """Per-window bsld of each run's agent, and of the reference heuristic, indexed by window.
+
+    Raises:
+        ValueError: the runs were not evaluated on the same windows.
+    """
+    rows, first = [], None
     for run in runs:
         args = json.loads((run / "args.json").read_text())
         per_window = pd.read_csv(run / "eval" / "per_window.csv")
         agent = per_window[per_window["kind"] == "agent"]
         ref = per_window[per_window["scheduler"] == REFERENCE]
+        key = (args["trace"], ref["bsld"].round(9).tolist())
+        first = first or (run, key)
+        if key != first[1]:
+            raise ValueError(f"{run} and {first[0]} were not evaluated on the same windows (trace "
+                             f"{args['trace']} vs {first[1][0]}, {len(key[1])} vs {len(first[1][1])} windows); "
+                             "evaluate them together with experiments.evaluate first")
         for (_, a), (_, r) in zip(agent.iterrows(), ref.iterrows(), strict=True):
             rows.append({"run": run.name, "trained_on": label(args), "algo": args["algo"], "trace": args["trace"],
                          "window": a["window"], "bsld": a["bsld"], "reference_bsld": r["bsld"]})
@@ -61,6 +74,28 @@ def tstr_table(windows: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def across_seeds(windows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per training source: the median of its runs' mean bsld, IQR, worst run, share of real's gain."""
+    per_run = windows.groupby(["trained_on", "run"], sort=False).agg(bsld=("bsld", "mean"),
+                                                                     ref=("reference_bsld", "mean")).reset_index()
+    ref = float(per_run["ref"].iat[0])
+    real = per_run.loc[per_run["trained_on"] == "real", "bsld"].to_numpy()
+    rng = np.random.default_rng(seed)
+    rows = []
+    for source, g in per_run.groupby("trained_on", sort=False):
+        v = g["bsld"].to_numpy()
+        q25, q50, q75 = np.percentile(v, (25, 50, 75))
+        row = {"trained_on": source, "seeds": len(v), "median": q50, "iqr_low": q25, "iqr_high": q75,
+               "worst_seed": v.max(), f"{REFERENCE}_bsld": ref}
+        if len(real) and ref > np.median(real):
+            row["share_of_real_improvement"] = (ref - q50) / (ref - np.median(real))
+            boot = [(ref - np.median(rng.choice(v, len(v)))) / max(ref - np.median(rng.choice(real, len(real))), 1e-9)
+                    for _ in range(n_boot)]
+            row["share_ci_low"], row["share_ci_high"] = np.percentile(boot, (2.5, 97.5))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
     ap = argparse.ArgumentParser(prog="python -m experiments.compare", description=__doc__,
@@ -68,8 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders")
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (.md or .csv)")
     args = ap.parse_args(argv)
-    table = tstr_table(load_runs(args.runs))
+    try:
+        windows = load_runs(args.runs)
+    except ValueError as exc:
+        ap.exit(2, f"error: {exc}\n")
+    table = tstr_table(windows)
     text = table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    if windows.groupby("trained_on")["run"].nunique().max() > 1:
+        text += "\n\nacross seeds (one value per run: its mean bsld over the windows)\n"
+        text += across_seeds(windows).to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     print(text)
     if args.out:
         body = table.to_csv(index=False) if args.out.suffix == ".csv" else "```\n" + text + "\n```\n"

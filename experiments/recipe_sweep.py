@@ -65,24 +65,17 @@ def _fit_once(argvs: list[list[str]]) -> None:
 
 def references(argv: list[str]) -> dict[str, float]:
     """Mean validation bsld of the heuristics on the same validation windows (the sweep's reference lines)."""
-    from baselines import priorities
     from experiments import train
-    from hpcgym import traces
-    from hpcgym.sim import simulate
 
     args = train.parse_args(argv)
     data = train.load_data(args)
-    out = {}
-    for name, backfill in (("saf", "easy"), ("saf", "none"), ("sjf", "easy"), ("fcfs", "easy")):
-        values = [simulate(traces.window(data.validation, args.val_length, start=s), data.machine,
-                           priorities.get(name), backfill)["bsld"].mean() for s in train.validation_starts(args, data)]
-        out[f"{name}+{backfill}"] = float(np.mean(values))
-    return out
+    return train.validation_references(args, data, train.validation_starts(args, data))
 
 
 def score(run: Path) -> dict[str, float]:
     """Validation bsld of the kept (best), the last and the first network of a run."""
     curve = pd.read_csv(run / "learning_curve.csv")
+    curve = curve[~curve["network"].str.contains("not kept")]
     return {"val_kept": float(curve["val_bsld"].min()), "val_last": float(curve["val_bsld"].iat[-1]),
             "val_start": float(curve["val_bsld"].iat[0]), "validations": len(curve)}
 

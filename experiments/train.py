@@ -246,31 +246,46 @@ def validation_starts(args: Args, data: Data) -> list[int]:
     return traces.window_starts(len(data.validation), args.val_length, args.val_windows, seed=0)
 
 
-def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path, validate: Any) -> float | None:
+def validation_references(args: Args, data: Data, starts: list[int]) -> dict[str, float]:
+    """Mean bsld of a few heuristics on the validation windows (reference lines for the learning curves)."""
+    from baselines import priorities
+    from hpcgym import traces
+    from hpcgym.sim import simulate
+
+    out = {}
+    for name, backfill in (("saf", args.backfill), ("fcfs", "easy")):
+        values = [simulate(traces.window(data.validation, args.val_length, start=s), data.machine,
+                           priorities.get(name), backfill)["bsld"].mean() for s in starts]
+        out[f"{name}+{backfill}"] = float(sum(values) / len(values))
+    return out
+
+
+def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
+               validate: Any) -> tuple[dict[str, float], str]:
     """Save the untrained network; with ``--clone``, behaviour-clone the heuristic and save that too.
 
     The demonstrations are the heuristic's choices on the training workload (synthetic samples for a synthetic
     run: a synthetic-trained agent never sees real jobs before its evaluation).
 
     With ``--start best`` and validation windows, RL then starts from whichever of the two scores better on them
-    (``warm_start.json`` says which). Returns the starting network's validation bsld, if measured.
+    (``warm_start.json`` says which). Returns the validation scores measured and the network RL starts from.
     """
     from agents.callbacks import save_atomic
 
     save_atomic(model, run_dir / "untrained.zip")
     if not (args.clone and args.algo == "ppo"):
-        return None
+        return {}, "untrained"
     from agents.pretrain import behaviour_clone
     from baselines import priorities
     from hpcgym.env import SchedulingEnv
 
-    scores = {"untrained": validate(model)} if args.start == "best" else {}
+    scores = {"untrained": validate(model)} if args.start == "best" and validate else {}
     untrained = {k: v.clone() for k, v in model.policy.state_dict().items()}
     demo_env = SchedulingEnv(workload=workload, window=args.window, split="all", **env_kwargs(args, data))
     accuracy = behaviour_clone(model, demo_env, priorities.get(args.clone), args.clone_episodes, args.clone_epochs,
                                seed=args.seed)
     save_atomic(model, run_dir / "cloned.zip")
-    if args.start == "best":
+    if args.start == "best" and validate:
         scores["cloned"] = validate(model)
     chosen = min(scores, key=scores.get) if scores else "cloned"
     if chosen == "untrained":
@@ -279,7 +294,7 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
           f"network (validation bsld: {json.dumps({k: round(v, 3) for k, v in scores.items()})})", flush=True)
     (run_dir / "warm_start.json").write_text(json.dumps({"clone_accuracy": accuracy, "validation": scores,
                                                          "chosen": chosen}, indent=2))
-    return scores.get(chosen)
+    return scores, chosen
 
 
 def train(args: Args) -> Path:
@@ -304,9 +319,10 @@ def train(args: Args) -> Path:
                                     val_env) if starts else None
     if model.num_timesteps == 0:
         (run_dir / "learning_curve.csv").unlink(missing_ok=True)
-        first = warm_start(args, model, data, workload, run_dir, validation.score if validation else None)
+        scores, chosen = warm_start(args, model, data, workload, run_dir, validation.score if validation else None)
         if validation is not None:
-            validation.initial = first
+            validation.initial, validation.start_label = scores.get(chosen), chosen
+            validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}
     callbacks = [CheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run_dir / "checkpoints"),
                                     "model", save_replay_buffer=args.algo == "dqn"),
                  SchedulingMetricsCallback(), ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0))]
@@ -319,7 +335,8 @@ def train(args: Args) -> Path:
     shutil.copyfile(best if starts and best.exists() else run_dir / "last.zip", run_dir / "model.zip")
     if starts:
         plot_learning_curves({args.name: run_dir / "learning_curve.csv"}, run_dir / "learning_curve.png",
-                             title=f"{args.name}: validation bsld ({args.val_windows} windows of the train split)")
+                             title=f"{args.name}: validation bsld ({args.val_windows} windows of the train split)",
+                             references=validation_references(args, data, starts))
     print(f"trained {args.algo} for {model.num_timesteps} timesteps; saved {run_dir / 'model.zip'}", flush=True)
     return run_dir
 

@@ -56,6 +56,9 @@ def test_train_and_evaluate_end_to_end(tmp_path):
 def test_several_seeds_make_one_table(tmp_path):
     out = run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--seeds", "0", "1", "--jobs", "2",
                         "--run-name", "multi")).stdout
+    tstr = run([sys.executable, "-m", "experiments.compare", str(tmp_path / "multi-s0"),
+                str(tmp_path / "multi-s1")]).stdout
+    assert "across seeds" in tstr and "share_ci_low" in tstr
     table = pd.read_csv(tmp_path / "multi-seeds" / "summary.csv")
     agent = table.set_index("scheduler").loc["agent"]
     assert agent["seeds"] == 2 and agent["iqr_low"] <= agent["median"] <= agent["iqr_high"] <= agent["worst_seed"]
@@ -70,6 +73,9 @@ def test_seed_table_refuses_runs_on_other_windows(tmp_path):
     run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "b", "--eval-windows", "3"))
     bad = subprocess.run([sys.executable, "-m", "experiments.seeds", str(tmp_path / "a"), str(tmp_path / "b"),
                           "--out", str(tmp_path / "t")], capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "same windows" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "experiments.compare", str(tmp_path / "a"), str(tmp_path / "b")],
+                         capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2 and "same windows" in bad.stderr
 
 
