@@ -7,7 +7,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from tqdm.auto import tqdm
 
 
@@ -171,9 +171,32 @@ class ValidationCallback(BaseCallback):
 
 def save_atomic(model, path: Path) -> None:
     """``model.save`` to a temporary file in the same folder, then rename it into place."""
+    replace_atomic(model.save, path)
+
+
+def replace_atomic(write, path: Path) -> None:
+    """``write(tmp)`` to a hidden temporary file beside ``path`` (same suffix), then rename it into place."""
     import os
 
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp.zip")
-    model.save(tmp)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class AtomicCheckpointCallback(CheckpointCallback):
+    """SB3's ``CheckpointCallback``, but every file is written to a temporary name and renamed into place.
+
+    A kill during a save then leaves the previous checkpoints intact and no half-written ``*_steps.zip``.
+    """
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.save_freq:
+            return True
+        replace_atomic(self.model.save, Path(self._checkpoint_path(extension="zip")))
+        if self.save_replay_buffer and getattr(self.model, "replay_buffer", None) is not None:
+            replace_atomic(self.model.save_replay_buffer, Path(self._checkpoint_path("replay_buffer_", "pkl")))
+        return True

@@ -176,7 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
     ap = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, nargs="*", default=[], help="training run directories (with model.zip)")
+    ap.add_argument("--model", type=Path, nargs="*", default=[],
+                    help="training run directories (with model.zip). A model zip holds pickles: loading one runs "
+                         "code, so load only runs you trust")
     ap.add_argument("--trace", default="theta", help="real trace whose test split is used (default: theta)")
     ap.add_argument("--windows", type=int, default=20, help="number of test windows (default: 20)")
     ap.add_argument("--length", type=int, default=1024, help="jobs per window (default: 1024)")

@@ -89,22 +89,34 @@ class Args:
     eval_length: int = field(default=1024, metadata={"help": "jobs per test window"})
     checkpoint_every: int = field(default=20_000, metadata={"help": "timesteps between checkpoints"})
     runs_dir: str = field(default="runs", metadata={"help": "where run folders go"})
-    run_name: str = field(default="", metadata={"help": "run folder name (default: trace-workload-algo-sSEED)"})
-    resume: bool = field(default=False, metadata={"help": "continue from the run folder's last checkpoint"})
+    run_name: str = field(default="", metadata={"help": "run folder name; empty: trace-workload-algo-sSEED"})
+    resume: bool = field(default=False, metadata={"help": "continue the run folder's run from its last intact "
+                                                          "checkpoint, with the run's saved settings"})
+    overwrite: bool = field(default=False, metadata={"help": "delete an existing run folder of this name first"})
     threads: int = field(default=1, metadata={"help": "torch threads (1 is fastest for these tiny networks)"})
+
+    @property
+    def trace_label(self) -> str:
+        """The trace's short name (a path's file name without extensions)."""
+        return Path(self.trace).name.split(".")[0] or "trace"
 
     @property
     def name(self) -> str:
         """The run folder's name."""
-        return self.run_name or f"{self.trace}-{self.workload}-{self.algo}-s{self.seed}"
+        return self.run_name or f"{self.trace_label}-{self.workload}-{self.algo}-s{self.seed}"
+
+
+#: Flags a resumed run may change (the others must match the run's saved ``args.json``).
+RESUMABLE = {"timesteps", "resume", "overwrite", "runs_dir", "run_name", "threads", "jobs", "eval_windows",
+             "eval_length"}
 
 
 CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "policy": ("scorer", "mlp"),
            "backfill": ("none", "easy"), "reward": ("objective", "log"), "start": ("best", "clone")}
 
 
-def parse_args(argv: list[str] | None = None) -> Args:
-    """Build the command line from :class:`Args` (one flag per field, with its help and default)."""
+def _parser() -> argparse.ArgumentParser:
+    """The command line of :class:`Args` (one flag per field, with its help and default)."""
     ap = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in dataclasses.fields(Args):
@@ -116,13 +128,95 @@ def parse_args(argv: list[str] | None = None) -> Args:
         else:
             kind = {"int": int, "float": float}.get(str(f.type), str)
             ap.add_argument(flag, type=kind, default=f.default, help=f"{f.metadata['help']} (default: {f.default})")
+    return ap
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    """Parse the command line into :class:`Args` (with ``--resume``: the run's saved settings)."""
+    ap = _parser()
     args = Args(**vars(ap.parse_args(argv)))
+    unset = object()  # not a str: argparse would type-convert a string default
+    probe = _parser()
+    probe.set_defaults(**{f.name: unset for f in dataclasses.fields(Args)})
+    given = {k for k, v in vars(probe.parse_args(argv)).items() if v is not unset}
+    args = _resumed(args, given, ap)
     for name, allowed in CHOICES.items():
         if getattr(args, name) not in allowed:
             ap.error(f"--{name.replace('_', '-')} must be one of {allowed}")
     if args.envs < 1 or args.timesteps < 0:
         ap.error("--envs must be >= 1 and --timesteps >= 0")
     return args
+
+
+def _resumed(args: Args, given: set[str], ap: argparse.ArgumentParser) -> Args:
+    """With ``--resume``: the run's saved settings, refusing flags that contradict them."""
+    if not args.resume:
+        return args
+    run_dir = Path(args.runs_dir) / args.name
+    if not (run_dir / "args.json").exists():
+        import difflib
+
+        runs = sorted(p.parent.name for p in Path(args.runs_dir).glob("*/args.json"))
+        close = difflib.get_close_matches(args.name, runs, n=3, cutoff=0.5)
+        ap.error(f"--resume: no run {args.name!r} in {args.runs_dir}/" +
+                 (f" (did you mean {', '.join(close)}?)" if close else " (give its --run-name)"))
+    saved = json.loads((run_dir / "args.json").read_text())
+    known = {f.name for f in dataclasses.fields(Args)}
+    conflicts = [f"--{k.replace('_', '-')} {getattr(args, k)!r} (the run has {saved[k]!r})"
+                 for k in sorted(given - RESUMABLE) if k in saved and saved[k] != getattr(args, k)]
+    if conflicts:
+        ap.error(f"--resume continues {run_dir} with its saved settings; these flags contradict them: "
+                 f"{'; '.join(conflicts)}")
+    keep = {k: getattr(args, k) for k in RESUMABLE & given}
+    keep.update(resume=True, run_name=args.name)
+    return dataclasses.replace(Args(**{k: v for k, v in saved.items() if k in known}), **keep)
+
+
+class RunFolder:
+    """A run's folder, owned by one process at a time (a ``.lock`` file with its PID) while the run writes to it.
+
+    A fresh run refuses a folder that already holds files unless ``overwrite`` (which empties it first); a resumed
+    run needs it. A lock left by a process that is gone (killed) is taken over.
+    """
+
+    def __init__(self, path: Path, resume: bool, overwrite: bool):
+        self.path, self.lock = path, path / ".lock"
+        if path.exists() and any(path.iterdir()) and not resume:
+            if not overwrite:
+                raise SystemExit(f"error: the run folder {path} is not empty: pass --resume to continue that run, "
+                                 "--overwrite to start it over, or another --run-name")
+            self._check_free()
+            shutil.rmtree(path)
+        path.mkdir(parents=True, exist_ok=True)
+
+    def _check_free(self) -> None:
+        import os
+
+        if self.lock.exists():
+            pid = int(self.lock.read_text().strip() or 0)
+            try:
+                os.kill(pid, 0)
+            except (OSError, ValueError):
+                return  # stale: its process is gone
+            if pid != os.getpid():
+                raise SystemExit(f"error: the run folder {self.path} is in use by process {pid}")
+
+    def __enter__(self) -> RunFolder:
+        import os
+
+        self._check_free()
+        self.lock.write_text(str(os.getpid()))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
+    from agents.callbacks import replace_atomic
+
+    replace_atomic(lambda tmp: tmp.write_text(text), path)
 
 
 class MixedWorkload:
@@ -165,9 +259,12 @@ def fitted_synthesizer(args: Args, train: pd.DataFrame, nodes: int, cache: Path)
     import synth
     from synth.base import Synthesizer, table_hash
 
-    where = cache / f"{args.trace}-{args.synthesizer}-s{args.seed}-{table_hash(train)}"
+    where = cache / f"{args.trace_label}-{args.synthesizer}-s{args.seed}-{table_hash(train)}"
     if (where / "manifest.json").exists():
-        return Synthesizer.load(where)
+        try:
+            return Synthesizer.load(where)
+        except ValueError as exc:  # a damaged cache entry: fit again
+            print(f"not using the cached synthesizer: {exc}", flush=True)
     print(f"fitting {args.synthesizer} on {len(train):,} jobs of {args.trace}'s train split ...", flush=True)
     model = synth.get(args.synthesizer, max_nodes=nodes).fit(train, seed=args.seed)
     model.save(where)
@@ -177,7 +274,8 @@ def fitted_synthesizer(args: Args, train: pd.DataFrame, nodes: int, cache: Path)
 def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
     """The environment settings every part of a run shares (training, validation, evaluation)."""
     return {"machine": data.machine, "backfill": args.backfill, "slots": args.slots, "objective": args.objective,
-            "order": args.order if args.backfill != "none" else None}
+            "order": args.order if args.backfill != "none" else None,
+            "invalid_action": "raise"}  # masked agents never choose an empty slot: if one does, that is a bug
 
 
 def training_workload(args: Args, data: Data) -> Any:
@@ -189,7 +287,11 @@ def training_workload(args: Args, data: Data) -> Any:
 
 
 def make_env(args: Args, data: Data, workload: Any, run_dir: Path) -> Any:
-    """The training environment: the vector env over the training workload, in SB3's interface."""
+    """The training environment: the vector env over the training workload, in SB3's interface.
+
+    Episodes go to ``monitor.csv`` (appended to when resuming).
+    """
+    from stable_baselines3.common.monitor import ResultsWriter
     from stable_baselines3.common.vec_env import VecMonitor
 
     from agents.vec import HpcgymVecEnv
@@ -197,7 +299,9 @@ def make_env(args: Args, data: Data, workload: Any, run_dir: Path) -> Any:
 
     venv = SchedulingVectorEnv(args.envs, workload=workload, window=args.window, split="all", reward=args.reward,
                                baseline=args.baseline or None, compare_with=("fcfs",), **env_kwargs(args, data))
-    env = VecMonitor(HpcgymVecEnv(venv), str(run_dir / "monitor.csv"), info_keywords=("compare",))
+    env = VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare",))
+    env.results_writer = ResultsWriter(str(run_dir / "monitor.csv"), header={"t_start": env.t_start},
+                                       extra_keys=("compare",), override_existing=not args.resume)
     env.seed(args.seed)
     return env
 
@@ -300,15 +404,24 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
 def train(args: Args) -> Path:
     """Train (or resume) and save ``model.zip`` (best on validation) and ``last.zip``; return the run folder."""
     import torch
-    from stable_baselines3.common.callbacks import CheckpointCallback
+    torch.set_num_threads(args.threads)
+    folder = RunFolder(Path(args.runs_dir) / args.name, args.resume, args.overwrite)
+    with folder:
+        return _train(args, folder.path)
 
-    from agents.callbacks import ProgressBarCallback, SchedulingMetricsCallback, ValidationCallback, save_atomic
+
+def _train(args: Args, run_dir: Path) -> Path:
+    from agents.callbacks import (
+        AtomicCheckpointCallback,
+        ProgressBarCallback,
+        SchedulingMetricsCallback,
+        ValidationCallback,
+        replace_atomic,
+        save_atomic,
+    )
     from agents.curves import plot_learning_curves
 
-    torch.set_num_threads(args.threads)
-    run_dir = Path(args.runs_dir) / args.name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
+    write_text_atomic(run_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=2))
     data = load_data(args)
     workload = training_workload(args, data)
     env = make_env(args, data, workload, run_dir)
@@ -323,8 +436,8 @@ def train(args: Args) -> Path:
         if validation is not None:
             validation.initial, validation.start_label = scores.get(chosen), chosen
             validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}
-    callbacks = [CheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run_dir / "checkpoints"),
-                                    "model", save_replay_buffer=args.algo == "dqn"),
+    callbacks = [AtomicCheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run_dir / "checkpoints"),
+                                          "model", save_replay_buffer=args.algo == "dqn"),
                  SchedulingMetricsCallback(), ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0))]
     if validation is not None:
         callbacks.append(validation)
@@ -332,7 +445,8 @@ def train(args: Args) -> Path:
                 reset_num_timesteps=model.num_timesteps == 0, tb_log_name="run")
     save_atomic(model, run_dir / "last.zip")
     best = run_dir / "best.zip"
-    shutil.copyfile(best if starts and best.exists() else run_dir / "last.zip", run_dir / "model.zip")
+    source = best if starts and best.exists() else run_dir / "last.zip"
+    replace_atomic(lambda tmp: shutil.copyfile(source, tmp), run_dir / "model.zip")
     if starts:
         plot_learning_curves({args.name: run_dir / "learning_curve.csv"}, run_dir / "learning_curve.png",
                              title=f"{args.name}: validation bsld ({args.val_windows} windows of the train split)",

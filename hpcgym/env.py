@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,12 @@ class SchedulingEnv(gym.Env):
 
     ## Action space
     ``Discrete(slots)``: the slot (row) of the job to schedule. :meth:`action_masks` marks the slots that hold a
-    job, as sb3-contrib's ``MaskablePPO`` expects. An empty slot raises ``ValueError`` (``invalid_action="raise"``,
-    the default). For algorithms without masks, and for checkers that sample unmasked actions,
-    ``invalid_action="wrap"`` maps action ``a`` to the ``a mod v``-th valid slot instead (``v`` valid slots).
+    job, as sb3-contrib's ``MaskablePPO`` expects; they are always the first ``v`` slots (``v`` waiting jobs, at most
+    ``slots``). An action outside the mask has a fixed meaning by default (``invalid_action="wrap"``): action ``a``
+    schedules slot ``a mod v``, and ``info["invalid_actions"]`` counts such actions in the episode. This is what
+    lets generic algorithms and the environment checkers, which sample from the whole action space, run unchanged.
+    ``invalid_action="raise"`` is the strict mode for debugging: a ``ValueError`` instead. Actions must be whole
+    numbers (``2.5`` is an error, not slot 2).
 
     ## Observation space
     ``Box(0, 1, shape=(slots + 1, 8), float32)``. Rows ``0..slots-1`` are waiting jobs (padding rows are all zero,
@@ -114,8 +118,8 @@ class SchedulingEnv(gym.Env):
     ``ValueError`` until ``reset``. :func:`hpcgym.make_vec` steps N copies in one compiled call.
 
     ## Version history
-    - v0: first release. Later additions that leave the defaults' episodes unchanged: ``reward="log"``, the
-      vector environment.
+    - v0: first release. Later changes that leave every valid action's episode unchanged: ``reward="log"``, the
+      vector environment, and ``invalid_action="wrap"`` as the default (it used to be ``"raise"``).
 
     >>> import hpcgym
     >>> env = hpcgym.make("lublin256-v0")
@@ -129,7 +133,7 @@ class SchedulingEnv(gym.Env):
     def __init__(self, machine: str | machines.Machine = "lublin-256", workload: Any = "lublin-256",
                  backfill: str = "none", window: int = 256, slots: int = 128, split: str = "train",
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
-                 train_fraction: float = 0.7, invalid_action: str = "raise", compare_with: tuple = (),
+                 train_fraction: float = 0.7, invalid_action: str = "wrap", compare_with: tuple | str = (),
                  render_mode: str | None = None, reward: str = "objective"):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
@@ -140,14 +144,17 @@ class SchedulingEnv(gym.Env):
         if invalid_action not in ("raise", "wrap"):
             raise ValueError(f"invalid_action must be 'raise' or 'wrap', not {invalid_action!r}")
         self.invalid_action = invalid_action
+        window, slots = _whole(window, "window"), _whole(slots, "slots")
         if window < 2 or slots < 1:
-            raise ValueError("window must be >= 2 and slots >= 1")
+            raise ValueError(f"window must be >= 2 and slots >= 1, not {window} and {slots}")
         self.machine = machines.get(machine)
         self.window, self.slots, self.split, self.objective = int(window), int(slots), split, objective
         self.backfill, self.kill_at_walltime, self.render_mode = backfill, kill_at_walltime, render_mode
         self.reward_kind = reward
         self.order: PriorityPolicy = FCFS_ORDER if order is None else resolve(order)
         self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline)
+        if isinstance(compare_with, (str, PriorityPolicy)):  # one heuristic, not a sequence of letters
+            compare_with = (compare_with,)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
         self.sim = Simulator(self.machine.nodes, backfill, self.order, kill_at_walltime)
         self.source = self._workload(workload, split, train_fraction)
@@ -161,6 +168,7 @@ class SchedulingEnv(gym.Env):
         self._window: Window | None = None
         self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
         self.result: rewards.EpisodeResult | None = None
+        self.invalid_actions = 0  # actions outside the mask this episode (mapped under invalid_action="wrap")
 
     def copy_for_vector(self, buffers: Buffers, obs: np.ndarray, mask: np.ndarray) -> SchedulingEnv:
         """A copy that shares this environment's workload but keeps its state in rows of a vector batch.
@@ -178,7 +186,7 @@ class SchedulingEnv(gym.Env):
     def _workload(self, workload: Any, split: str, train_fraction: float) -> EpisodeSource:
         if isinstance(workload, str) and workload == "synthetic":
             workload = self._default_synthetic(train_fraction)
-        elif isinstance(workload, str) and ":" in workload:
+        elif isinstance(workload, str) and _MODULE_SPEC.fullmatch(workload) and not Path(workload).exists():
             workload = resolve(workload)
         elif isinstance(workload, (str, Path)):
             workload = traces.read(workload)
@@ -187,6 +195,7 @@ class SchedulingEnv(gym.Env):
         if not isinstance(workload, pd.DataFrame):
             raise TypeError("workload must be a trace name or path, a job table, 'synthetic', or an object with "
                             f"sample(n_jobs, seed); got {type(workload).__name__}")
+        check_valid(workload)
         table = traces.split(jobtable.finalize(workload.copy()), split, train_fraction)
         check_fits(table, self.machine.nodes, self.machine.name)
         if len(table) < self.window:
@@ -223,6 +232,7 @@ class SchedulingEnv(gym.Env):
         ``info["done"]`` is True.
         """
         super().reset(seed=seed)
+        self.invalid_actions = 0
         pinned = None if options is None else options.get("window_start")
         pending = self.load_window(self.np_random, pinned)
         if not pending:
@@ -244,14 +254,15 @@ class SchedulingEnv(gym.Env):
 
     def step(self, action):
         """Schedule the job in slot ``action``; see the class docstring."""
-        if self.sim.done:
-            raise ValueError("the episode is over: call reset() before step()")
-        action = int(action)
+        if self._window is None or self.sim.done:
+            raise ValueError("the episode is over (or never started): call reset() before step()")
+        action = _whole(action, "action")
         if not (0 <= action < self.slots) or not self._mask[action]:
-            if self.invalid_action == "wrap":
-                return self.step(action % int(self._mask.sum()))  # the valid slots are 0 .. v - 1
-            raise ValueError(f"invalid action {action}: slot is empty or out of range "
-                             f"({int(self._mask.sum())} valid slots; use env.action_masks())")
+            if self.invalid_action == "raise":
+                raise ValueError(f"invalid action {action}: slot is empty or out of range "
+                                 f"({int(self._mask.sum())} valid slots; use env.action_masks())")
+            self.invalid_actions += 1
+            action %= int(self._mask.sum())  # the valid slots are 0 .. v - 1
         pending = self.sim.choose(int(self.sim.queue[action]))
         obs = self._observe()
         if pending:
@@ -284,7 +295,7 @@ class SchedulingEnv(gym.Env):
 
     def _info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
-                                "done": result is not None}
+                                "done": result is not None, "invalid_actions": self.invalid_actions}
         if result is not None:
             info.update(episode_info(result, self._window.start_row))
         return info
@@ -310,6 +321,40 @@ class SchedulingEnv(gym.Env):
         if len(sim.queue) > 10:
             lines.append(f"... {len(sim.queue) - 10} more")
         return "\n".join(lines)
+
+
+#: ``"package.module:attribute"``: a workload or policy to import (a path with a colon is read as a file).
+_MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def _whole(value: Any, name: str) -> int:
+    """``value`` as an int, refusing floats with a fractional part (``2.5`` would silently become 2)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    try:
+        whole = int(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an integer, not {value!r}") from None
+    if whole != value:
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return whole
+
+
+def check_valid(jobs: pd.DataFrame) -> None:
+    """Refuse, at construction, a job table that would fail only at the reset that meets its bad job."""
+    problems = []
+    for col in ("submit", "run", "walltime", "nodes"):
+        if col not in jobs:
+            problems.append(f"no {col!r} column")
+            continue
+        values = pd.to_numeric(jobs[col], errors="coerce")
+        bad = int(values.isna().sum())
+        bad += int((values <= 0).sum()) if col != "submit" else int((values < 0).sum())
+        if bad:
+            problems.append(f"{bad} jobs with a missing or {'negative' if col == 'submit' else 'non-positive'} {col}")
+    if problems:
+        raise ValueError(f"the workload's job table is not valid: {'; '.join(problems)}. Drop such jobs first "
+                         "(hpcgym.jobs.apply_invalid_policy) or read the trace with hpcgym.traces.read")
 
 
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:

@@ -40,15 +40,27 @@ class InvalidJobError(HpcgymError, ValueError):
 class UnknownMachineError(HpcgymError, KeyError):
     """A machine (or trace) name is not in the catalog; suggests the closest names."""
 
-    def __init__(self, name: str, known: Iterable[str], what: str = "machine"):
+    def __init__(self, name: str, known: Iterable[str], what: str = "machine", hint: str = ""):
         known = sorted(known)
         close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        mean = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         self.name = name
-        super().__init__(f"Unknown {what} {name!r}.{hint} Known: {', '.join(known)}.")
+        super().__init__(f"Unknown {what} {name!r}.{mean} Known: {', '.join(known)}.{' ' + hint if hint else ''}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
+
+
+class EmptyTraceError(HpcgymError, ValueError):
+    """A trace has no (valid) jobs left to use; the message says how many were dropped and why."""
+
+    def __init__(self, path: object, invalid: dict[str, int] | None = None, need: str = "to use"):
+        self.path = str(path)
+        self.invalid = dict(invalid or {})
+        dropped = sum(self.invalid.values())
+        why = ", ".join(f"{n} {r}" for r, n in self.invalid.items())
+        detail = f"all {dropped} jobs were dropped as invalid ({why})" if dropped else "it holds no jobs"
+        super().__init__(f"{self.path}: no valid jobs {need}: {detail}.")
 
 
 class DependencyNotInstalled(HpcgymError, ImportError):

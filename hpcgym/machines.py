@@ -8,11 +8,14 @@ machine's logs count nodes instead of cores (the Theta SWF log does), which deci
 4392
 >>> get("sdsc-sp2").cores_per_node
 1
+>>> parse("120x2").cores
+240
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -111,6 +114,38 @@ def get(name: str | Machine) -> Machine:
     return CATALOG[key]
 
 
+_SPEC = re.compile(r"^\s*(\d+)\s*(?:[xX]\s*(\d+))?\s*$")
+SPEC_HELP = "NAME|NODES[xCORES], e.g. theta, 128 or 120x2"
+
+
+def parse(spec: str | Machine) -> Machine:
+    """A machine from a command-line spec ``NAME|NODES[xCORES]``: a catalog name, or an ad-hoc machine.
+
+    ``"theta"`` is the catalog entry; ``"128"`` is 128 one-core nodes; ``"120x2"`` is 120 nodes of 2 cores, so a
+    job of ``p`` processors needs ``ceil(p / 2)`` nodes. A :class:`Machine` passes through.
+
+    Raises:
+        UnknownMachineError: an unknown name (with the closest names).
+        ValueError: a number spec with zero nodes or cores, or a malformed one such as ``12x``.
+    """
+    if isinstance(spec, Machine):
+        return spec
+    text = str(spec).strip()
+    m = _SPEC.match(text)
+    if m:
+        nodes, cores = int(m.group(1)), int(m.group(2) or 1)
+        if nodes <= 0 or cores <= 0:
+            raise ValueError(f"machine {spec!r}: nodes and cores must be positive ({SPEC_HELP})")
+        return Machine(f"{nodes}x{cores}", nodes, cores, "command-line spec",
+                       description=f"{nodes:,} nodes x {cores} cores (ad hoc)")
+    if text[:1].isdigit():
+        raise ValueError(f"machine {spec!r} is not a machine spec; expected {SPEC_HELP}")
+    try:
+        return get(text)
+    except UnknownMachineError:
+        raise UnknownMachineError(text, list(CATALOG) + list(ALIASES), hint=f"Or give {SPEC_HELP}.") from None
+
+
 def register(machine: Machine, overwrite: bool = False) -> None:
     """Add a machine to the catalog."""
     if machine.name in CATALOG and not overwrite:
@@ -130,7 +165,7 @@ def from_swf_header(header: dict[str, Any], name: str | None = None) -> Machine:
     """Build a machine from an SWF header's ``MaxNodes``/``MaxProcs`` fields.
 
     When both are given and ``MaxProcs`` is a multiple of ``MaxNodes`` the node has that many cores; otherwise a
-    node is one processor.
+    node is one processor, and the machine's ``description`` says so (:func:`mixed_node_note`).
     """
     max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
     if max_nodes is None and max_procs is None:
@@ -139,4 +174,20 @@ def from_swf_header(header: dict[str, Any], name: str | None = None) -> Machine:
     if max_nodes and max_procs and max_procs % max_nodes == 0:
         cores = max_procs // max_nodes
         return Machine(label.lower(), max_nodes, cores, "SWF header")
-    return Machine(label.lower(), max_procs or max_nodes, 1, "SWF header")
+    return Machine(label.lower(), max_procs or max_nodes, 1, "SWF header",
+                   description=mixed_node_note(header) or "")
+
+
+def mixed_node_note(header: dict[str, Any] | None) -> str | None:
+    """A sentence when an SWF header's ``MaxProcs`` is not a multiple of ``MaxNodes`` (mixed node sizes), else None.
+
+    :func:`from_swf_header` then maps one node per processor; the sentence says how to give the mapping instead.
+    """
+    header = header or {}
+    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    if not (max_nodes and max_procs) or max_procs % max_nodes == 0:
+        return None
+    low = max(max_procs // max_nodes, 1)
+    return (f"MaxProcs {max_procs} is not a multiple of MaxNodes {max_nodes} (mixed node sizes), so each processor "
+            f"is mapped to one node of a {max_procs}-node machine; give the mapping with --machine NODESxCORES "
+            f"(machine=), e.g. {max_nodes}x{low} or {max_nodes}x{low + 1}")

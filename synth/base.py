@@ -14,6 +14,7 @@ import importlib
 import json
 import pickle
 import time
+import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,8 @@ class Synthesizer:
                     "params": self.params, "max_nodes": self.max_nodes, "trace_hash": self.trace_hash,
                     "unix_start_time": self.unix_start_time, "fit_seconds": self.fit_seconds,
                     "cores_per_node": self.cores_per_node,
-                    "versions": {p: _version(p) for p in ("hpcgym", *self.packages)}}
+                    "versions": {p: _version(p) for p in ("hpcgym", *self.packages)},
+                    "files": _file_hashes(path)}
         tmp = path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2, default=str))
         tmp.replace(path / MANIFEST)
@@ -126,9 +128,19 @@ class Synthesizer:
 
     @staticmethod
     def load(path: str | Path) -> Synthesizer:
-        """Load any saved synthesizer (the manifest names its class)."""
+        """Load any saved synthesizer (the manifest names its class).
+
+        The backend's files are pickles, and unpickling runs code: load only folders you trust. Before anything is
+        unpickled, every file's SHA-256 must match the manifest's (written last at save time), so that a folder
+        whose save was interrupted, or whose files were swapped or damaged, is refused. The check guards against
+        accidents, not against a forged folder (whoever can write the pickle can write the manifest).
+
+        Raises:
+            ValueError: a file does not match the manifest.
+        """
         path = Path(path)
         manifest = json.loads((path / MANIFEST).read_text())
+        _verify(path, manifest)
         module, _, cls_name = manifest["class"].partition(":")
         cls = getattr(importlib.import_module(module), cls_name)
         model = cls(max_nodes=manifest["max_nodes"], **manifest["params"])
@@ -158,3 +170,22 @@ class Synthesizer:
     def _load(self, path: Path) -> None:
         with open(path / "state.pkl", "rb") as fh:
             self.__dict__.update(pickle.load(fh))
+
+
+def _file_hashes(path: Path) -> dict[str, str]:
+    """SHA-256 of every file of a saved model's folder but the manifest, by relative path."""
+    return {str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(path.rglob("*")) if f.is_file() and not f.name.startswith(MANIFEST)}
+
+
+def _verify(path: Path, manifest: dict[str, Any]) -> None:
+    expected = manifest.get("files")
+    if expected is None:
+        warnings.warn(f"{path}: the manifest has no file hashes (saved by an older hpcgym); loading it unverified",
+                      stacklevel=3)
+        return
+    found = _file_hashes(path)
+    bad = sorted(k for k in expected.keys() | found.keys() if expected.get(k) != found.get(k))
+    if bad:
+        raise ValueError(f"{path}: {', '.join(bad)} do(es) not match the manifest's hashes (an interrupted save, or "
+                         "files changed since); refusing to unpickle it. Fit and save the model again.")

@@ -1,6 +1,11 @@
 """Sample a job trace from a saved synthesizer and write it as SWF (or CSV).
 
 Example: ``python -m synth.sample --model models/theta-arrivals --jobs 20000 --seed 1 --out theta-synth.swf.gz``
+
+An SWF always describes its machine: the header gets ``MaxNodes`` and ``MaxProcs``, so the file reads back with
+``hpcgym.traces.read(path)`` and no ``machine=``. The machine is ``--machine``, or else the model's own: the catalog
+machine with the model's node count and cores per node, or one built from them. Processor fields are written the
+way that machine's logs count them (nodes for Theta, whose SWF log records nodes; cores elsewhere).
 """
 
 from __future__ import annotations
@@ -9,8 +14,21 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from hpcgym import machines
+from hpcgym.machines import Machine
 from hpcgym.traces import write_swf
 from synth.base import Synthesizer
+
+
+def model_machine(model: Synthesizer) -> Machine:
+    """The machine a model was fitted for: the catalog entry of its size and node shape, else one built from it."""
+    if not model.max_nodes:
+        raise ValueError(f"{model.name}: the model records no machine size (max_nodes); pass --machine")
+    nodes, cores = int(model.max_nodes), int(model.cores_per_node or 1)
+    for mach in machines.CATALOG.values():
+        if mach.nodes == nodes and mach.cores_per_node == cores:
+            return mach
+    return Machine(f"{model.name}-model", nodes, cores, source=f"the {model.name} synthesizer's machine")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,19 +38,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, required=True, help="a directory written by synth.fit")
     ap.add_argument("--jobs", type=int, default=10_000, help="jobs to sample (default: 10,000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--machine", default=None, help="machine for the SWF header (default: none)")
+    ap.add_argument("--machine", default=None,
+                    help="catalog machine for the SWF header and processor fields (default: the model's own)")
     ap.add_argument("--out", type=Path, required=True, help="output .swf[.gz] or .csv file")
     args = ap.parse_args(argv)
     model = Synthesizer.load(args.model)
+    try:
+        mach = machines.get(args.machine) if args.machine else model_machine(model)
+    except (KeyError, ValueError) as exc:
+        ap.error(str(exc))
     jobs = model.sample(args.jobs, seed=args.seed)
+    too_big = int((jobs["nodes"] > mach.nodes).sum())
+    if too_big:
+        ap.error(f"{too_big} of {len(jobs)} sampled jobs need more than the {mach.nodes} nodes of {mach.name!r} "
+                 f"(the model was fitted for {model.max_nodes} nodes); omit --machine to use the model's machine")
     if args.out.suffix == ".csv":
         tmp = args.out.with_suffix(".csv.tmp")
         jobs.to_csv(tmp, index=False)
         tmp.replace(args.out)
     else:
-        write_swf(jobs, args.out, machine=args.machine)
+        note = f"synthetic: {len(jobs)} jobs sampled by python -m synth.sample from {model.name} with seed {args.seed}"
+        write_swf(jobs, args.out, machine=mach, header={"Computer": mach.name, "Note": note})
     fixes = jobs.attrs.get("postprocess") or "none"
-    print(f"sampled {len(jobs)} jobs from {model.name} -> {args.out} (post-processing: {fixes})")
+    print(f"sampled {len(jobs)} jobs from {model.name} -> {args.out} for {mach.name} ({mach.nodes} nodes x "
+          f"{mach.cores_per_node} cores; post-processing: {fixes})")
     return 0
 
 

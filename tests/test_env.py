@@ -32,14 +32,14 @@ def random_episode(env, seed, rng_seed=0):
 
 
 @pytest.mark.parametrize("env_id", sorted(hpcgym.ENVS))
-def test_checkers_pass_for_every_id(env_id):
+def test_checkers_pass_for_every_id_with_default_arguments(env_id):
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    # The checkers sample actions without masks, so they run with invalid_action="wrap" (the default raises).
-    env = hpcgym.make(env_id, window=64, slots=32, invalid_action="wrap")
-    check_env(env.unwrapped)
-    sb3_check_env(env.unwrapped, warn=True)
-    assert gym.make(f"hpcgym/{env_id}", window=64, slots=32).unwrapped.machine.name == env.unwrapped.machine.name
+    # The checkers sample actions from the whole action space; by default such an action has a fixed meaning.
+    check_env(hpcgym.make(env_id).unwrapped)
+    sb3_check_env(hpcgym.make(env_id), warn=True)
+    env = hpcgym.make(env_id)
+    assert gym.make(f"hpcgym/{env_id}").unwrapped.machine.name == env.unwrapped.machine.name
 
 
 def test_same_seed_same_episode():
@@ -71,7 +71,7 @@ def test_masks_and_episode_end():
 
 
 def test_invalid_action_is_a_clear_error():
-    env = hpcgym.make("lublin256-v0")
+    env = hpcgym.make("lublin256-v0", invalid_action="raise")
     env.reset(seed=0)
     empty = int(np.flatnonzero(~env.unwrapped.action_masks())[0])
     with pytest.raises(ValueError, match="invalid action"):
@@ -172,3 +172,49 @@ def test_maskable_ppo_trains_on_lublin256():
 def test_readme_env_example_matches_env():
     readme = (pd.io.common.Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert 'env = hpcgym.make("theta-v0")' in readme
+
+
+def test_out_of_mask_actions_have_a_counted_meaning():
+    env = hpcgym.make("lublin256-v0")  # default: invalid_action="wrap"
+    ref = hpcgym.make("lublin256-v0")
+    env.reset(seed=4)
+    ref.reset(seed=4)
+    v = int(env.unwrapped.action_masks().sum())
+    a, _, _, _, info = env.step(v + 2)  # slot (v + 2) mod v = 2
+    b, _, _, _, _ = ref.step(2)
+    np.testing.assert_array_equal(a, b)
+    assert info["invalid_actions"] == 1
+
+
+def test_arguments_and_actions_are_checked_not_coerced(tmp_path):
+    env = hpcgym.make("lublin256-v0")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="whole number"):
+        env.step(2.5)
+    env.step(np.float64(1.0))  # a whole float is fine
+    with pytest.raises(ValueError, match="whole number"):
+        hpcgym.make("lublin256-v0", window=2.5)
+    env = SchedulingEnv("lublin-256", "lublin-256", window=64, compare_with="fcfs")  # one name, not letters
+    assert [p.name for p in env.compare_with] == ["fcfs"]
+    rows = traces.load("lublin-256").iloc[:300]
+    colon = tmp_path / "a:b.swf"
+    traces.write_swf(rows, colon, machine="lublin-256")
+    assert SchedulingEnv("lublin-256", str(colon), window=64, split="all").reset(seed=0)[0].shape == (129, 8)
+
+
+def test_invalid_job_tables_fail_at_construction():
+    table = traces.load("lublin-256").iloc[:600].copy()
+    table.loc[5, "nodes"] = np.nan
+    table.loc[9, "run"] = 0
+    with pytest.raises(ValueError, match="1 jobs with a missing or non-positive run; 1 jobs with a missing or non-positive nodes"):
+        SchedulingEnv("lublin-256", table, window=64, split="all")
+
+
+def test_step_after_the_end_says_so():
+    env = hpcgym.make("lublin256-v0", window=32)
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(0)
+    with pytest.raises(ValueError, match="call reset"):
+        env.step(0)

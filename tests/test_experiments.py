@@ -138,3 +138,47 @@ def test_notebook_executes_on_saved_results(tmp_path):
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert any(o.get("output_type") == "display_data" for o in outputs)  # the plots were drawn
     assert not any(o.get("output_type") == "error" for o in outputs)
+
+
+def fails(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode != 0
+    return done.stderr
+
+
+def test_resume_takes_the_runs_settings_and_refuses_others(tmp_path):
+    run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "300", "--run-name", "r"))
+    base = [sys.executable, "-m", "experiments.train", "--runs-dir", str(tmp_path)]
+    run([*base, "--run-name", "r", "--resume", "--timesteps", "600"])  # no other flag repeated
+    saved = json.loads((tmp_path / "r" / "args.json").read_text())
+    assert saved["trace"] == "lublin-256" and saved["timesteps"] == 600 and num_timesteps(tmp_path / "r") >= 600
+    monitor = (tmp_path / "r" / "monitor.csv").read_text().splitlines()
+    assert sum(line.startswith("#") for line in monitor) == 1 and len(monitor) > 3  # appended, one header
+    assert "contradict" in fails([*base, "--run-name", "r", "--resume", "--trace", "theta"])
+    assert "did you mean r" in fails([*base, "--run-name", "rr", "--resume"])
+
+
+def test_run_folders_are_not_mixed(tmp_path):
+    run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "r", "--eval-windows", "0"))
+    assert "not empty" in fails(train_cmd(tmp_path, "--workload", "real", "--run-name", "r"))
+    (tmp_path / "r" / ".lock").write_text(str(os.getppid()))  # a live process owns it
+    assert "in use" in fails(train_cmd(tmp_path, "--workload", "real", "--run-name", "r", "--overwrite"))
+    (tmp_path / "r" / ".lock").unlink()
+    run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "r", "--overwrite",
+                  "--eval-windows", "0"))
+    trace = REPO / "hpcgym" / "data" / "lublin_256.swf.gz"
+    run(train_cmd(tmp_path / "abs", "--workload", "real", "--timesteps", "256", "--eval-windows", "0") +
+        ["--trace", str(trace)])
+    assert (tmp_path / "abs" / "lublin_256-real-ppo-s0" / "model.zip").exists()
+
+
+def test_resume_skips_a_damaged_checkpoint(tmp_path):
+    steps = ["--workload", "real", "--timesteps", "1024", "--checkpoint-every", "256", "--eval-windows", "0",
+             "--run-name", "r"]
+    run(train_cmd(tmp_path, *steps))
+    checkpoints = sorted((tmp_path / "r" / "checkpoints").glob("*_steps.zip"), key=lambda p: p.stat().st_mtime)
+    newest = checkpoints[-1]
+    newest.write_bytes(newest.read_bytes()[:500])  # what a kill in the middle of a save would leave
+    out = run([sys.executable, "-m", "experiments.train", "--runs-dir", str(tmp_path), "--run-name", "r", "--resume",
+               "--timesteps", "1280"])
+    assert "not a complete checkpoint" in out.stderr and num_timesteps(tmp_path / "r") >= 1280

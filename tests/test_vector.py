@@ -56,12 +56,12 @@ def test_gymnasium_make_vec_uses_the_vector_entry_point():
 
 
 def test_invalid_actions_raise_or_wrap():
-    venv = hpcgym.make_vec("lublin256-v0", num_envs=2, window=64)
+    venv = hpcgym.make_vec("lublin256-v0", num_envs=2, window=64, invalid_action="raise")
     venv.reset(seed=0)
     empty = venv.action_masks().sum(1)  # the first empty slot of each copy
     with pytest.raises(ValueError, match="invalid action"):
         venv.step(empty)
-    wrapped = hpcgym.make_vec("lublin256-v0", num_envs=2, window=64, invalid_action="wrap")
+    wrapped = hpcgym.make_vec("lublin256-v0", num_envs=2, window=64)  # the default: wrap
     wrapped.reset(seed=0)
     reference = hpcgym.make_vec("lublin256-v0", num_envs=2, window=64)
     reference.reset(seed=0)
@@ -87,11 +87,12 @@ def test_sb3_trains_both_algorithms_on_the_vector_env(tmp_path):
     from agents.policies import ScorerPolicy
     from agents.vec import HpcgymVecEnv
 
-    env = VecMonitor(HpcgymVecEnv.make("lublin256-v0", 4, window=64, slots=32, compare_with=("fcfs",)))
+    env = VecMonitor(HpcgymVecEnv.make("lublin256-v0", 4, window=64, slots=32, compare_with=("fcfs",),
+                                       invalid_action="raise"))  # an invalid action would raise inside learn()
     ppo = MaskablePPO(ScorerPolicy, env, n_steps=64, batch_size=64, n_epochs=2, seed=0)
     ppo.learn(512)
     assert ppo.num_timesteps == 512 and ppo.ep_info_buffer  # episodes ended and were logged
-    dqn = MaskedDQN(env=env, learning_starts=100, buffer_size=2000, seed=0)  # invalid_action="raise" underneath
+    dqn = MaskedDQN(env=env, learning_starts=100, buffer_size=2000, seed=0)
     dqn.learn(600)
     assert dqn.num_timesteps >= 600
     masks = np.stack(env.env_method("action_masks"))

@@ -1,4 +1,4 @@
-"""Job traces: readers for SWF and the ALCF and LANL CSVs, the bundled real traces, and train/test splits.
+"""Job traces: readers (SWF, ALCF and LANL CSVs, generic CSV tables), the bundled real traces, train/test splits.
 
 >>> from hpcgym import traces
 >>> jobs = traces.load("sdsc-sp2")
@@ -8,22 +8,28 @@ True
 
 from __future__ import annotations
 
+import errno
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from hpcgym.errors import UnknownMachineError
+from hpcgym import machines
+from hpcgym.errors import TraceFormatError, UnknownMachineError
 from hpcgym.jobs import OnInvalid
 from hpcgym.machines import Machine
+from hpcgym.traces import alcf, mustang
+from hpcgym.traces._io import csv_header
 from hpcgym.traces.alcf import read_alcf
+from hpcgym.traces.csvtable import identity_mapping, missing_keys, read_csv_table, unsupported_layout
 from hpcgym.traces.mustang import read_mustang
 from hpcgym.traces.split import split, window, window_starts
 from hpcgym.traces.swf import read_header, read_swf, write_swf
 
-__all__ = ["BUNDLED", "TraceInfo", "load", "read", "path_of", "split", "window", "window_starts", "read_swf",
-           "write_swf", "read_alcf", "read_mustang", "read_header"]
+__all__ = ["BUNDLED", "FORMATS", "TraceInfo", "load", "read", "path_of", "split", "window", "window_starts",
+           "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_header", "detect_format"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _PWA = "Parallel Workloads Archive (Feitelson, Tsafrir, Krakov, JPDC 74(10), 2014)"
@@ -62,13 +68,16 @@ BUNDLED: dict[str, TraceInfo] = {
 }
 _ALIASES = {"sdsc_sp2": "sdsc-sp2", "lublin256": "lublin-256", "lublin": "lublin-256"}
 _READERS = {"swf": read_swf, "alcf": read_alcf, "mustang": read_mustang}
+#: The formats :func:`read` knows.
+FORMATS = ("swf", "alcf", "mustang", "csv")
 
 
 def _key(name: str) -> str:
     key = name.lower()
     key = _ALIASES.get(key, key)
     if key not in BUNDLED:
-        raise UnknownMachineError(name, list(BUNDLED), what="trace")
+        raise UnknownMachineError(name, list(BUNDLED) + list(_ALIASES), what="trace",
+                                  hint="Or give the path of a trace file.")
     return key
 
 
@@ -91,16 +100,27 @@ def load(name: str, on_invalid: OnInvalid = "drop") -> pd.DataFrame:
     return out
 
 
-def detect_format(path: str | Path) -> str:
-    """Guess a file's format from its name: ``swf``, ``alcf`` or ``mustang``."""
+def detect_format(path: str | Path, columns: object = None) -> str:
+    """Guess a file's format: ``swf`` from its name, else from a CSV's header (``alcf``, ``mustang`` or ``csv``).
+
+    With a column mapping, a non-SWF file is ``csv``. A CSV whose header fits no known layout raises
+    :class:`~hpcgym.errors.TraceFormatError` ("unsupported layout"), which says to map its columns with ``columns=``.
+    """
     name = Path(path).name.lower()
     if ".swf" in name:
         return "swf"
-    if "mustang" in name or "week_fraction" in name:
-        return "mustang"
-    if name.endswith((".csv", ".csv.gz")):
+    if columns is not None:
+        return "csv"
+    if not name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
+        raise ValueError(f"cannot tell the format of {path}; pass format= one of {', '.join(FORMATS)} (--format)")
+    header = csv_header(path)
+    if all(c in header for c in alcf.REQUIRED):
         return "alcf"
-    raise ValueError(f"cannot tell the format of {path}; pass format='swf'|'alcf'|'mustang'")
+    if all(c in header for c in mustang.REQUIRED):
+        return "mustang"
+    if not missing_keys(identity_mapping(header)):
+        return "csv"
+    raise TraceFormatError(path, 1, None, unsupported_layout(header))
 
 
 def read(
@@ -108,14 +128,44 @@ def read(
     format: str | None = None,
     machine: str | Machine | None = None,
     on_invalid: OnInvalid = "drop",
+    columns: str | Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Read a trace file, or a bundled trace when ``path`` is one of its names."""
+    """Read a trace file, or a bundled trace when ``path`` is one of its names.
+
+    Args:
+        path: the file, or a bundled name (:data:`BUNDLED`).
+        format: one of :data:`FORMATS`; default: :func:`detect_format`.
+        machine: a catalog name, a ``NODES[xCORES]`` spec (:func:`hpcgym.machines.parse`) or a :class:`Machine`;
+            default: the SWF header's, or the format's machine (Theta for ALCF, Mustang for LANL). A generic CSV
+            needs one.
+        on_invalid: ``"drop"`` or ``"error"``, as in :func:`hpcgym.jobs.apply_invalid_policy`.
+        columns: for ``format="csv"``, canonical name -> column (a dict or ``"k=v,k=v"``); see
+            :mod:`hpcgym.traces.csvtable`.
+
+    Raises:
+        FileNotFoundError: no such file. UnknownMachineError: a name that is neither a bundled trace nor a file
+            (with the closest names), or an unknown machine. TraceFormatError, InvalidJobError: see the readers.
+    """
+    mach = machines.parse(machine) if machine is not None else None
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if columns is not None and format not in (None, "csv"):
+        raise ValueError(f"columns= applies to format='csv', not {format!r}")
     if isinstance(path, str) and _ALIASES.get(path.lower(), path.lower()) in BUNDLED and not Path(path).exists():
-        return load(path, on_invalid)
-    fmt = format or detect_format(path)
-    if fmt not in _READERS:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {sorted(_READERS)}")
+        if mach is None:
+            return load(path, on_invalid)
+        key = _key(path)
+        return _READERS[BUNDLED[key].format](path_of(key), machine=mach, on_invalid=on_invalid, name=key)
+    if not Path(path).exists():
+        text = str(path)
+        if not any(sep in text for sep in "/\\.") and not Path(path).suffix:
+            _key(text)  # a misspelled bundled name: raises with the closest ones
+        raise FileNotFoundError(errno.ENOENT, "no such trace file (nor a bundled trace name)", text)
+    if Path(path).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a trace must be a file, not a directory", str(path))
+    fmt = format or detect_format(path, columns)
+    if fmt == "csv":
+        return read_csv_table(path, columns, machine=mach, on_invalid=on_invalid)
     if fmt == "swf":
-        return read_swf(path, machine=machine, on_invalid=on_invalid)
-    return _READERS[fmt](path, machine=machine or ("mustang" if fmt == "mustang" else "theta"),
-                         on_invalid=on_invalid)
+        return read_swf(path, machine=mach, on_invalid=on_invalid)
+    return _READERS[fmt](path, machine=mach or ("mustang" if fmt == "mustang" else "theta"), on_invalid=on_invalid)

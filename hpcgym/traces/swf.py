@@ -3,12 +3,33 @@
 The reader keeps all 18 fields (the canonical columns plus :data:`hpcgym.jobs.OPTIONAL_COLUMNS`) and parses the
 ``; Key: value`` header into a dict. Parsing goes through pandas' C tokenizer; only when that fails does a slow
 line-by-line scan run, to name the exact line and field of the problem.
+
+What the reader accepts, and what it refuses:
+
+- **Status (field 11).** The SWF standard knows -1 (unknown) and 0 to 5 (failed, completed, partial,
+  partial_completed, partial_failed, cancelled). Cleaned Parallel Workloads Archive logs also carry the jobs' real
+  exit codes there (127, 126, 137, 255, 265, 267, ...). The simulator does not use the status, so such a code never
+  fails the file: the job's ``status`` is ``"unknown"`` (what the code means depends on the log), the raw codes are
+  counted in ``attrs["status_codes"]`` (code -> number of jobs in the table; empty when every code is standard),
+  and the reader's one warning counts them.
+- **Bytes.** A truncated or corrupt gzip file, an empty file and text in UTF-16 raise
+  :class:`~hpcgym.errors.TraceFormatError` naming the file. A UTF-8 byte-order mark is skipped. Line ends may be
+  LF, CRLF or CR alone (old Mac files); line numbers count each of them as one line.
+- **Header vs machine.** With an explicit ``machine=``, the machine is used as given. If the header's ``MaxProcs``
+  (or ``MaxNodes`` when it has no ``MaxProcs``) does not fit it, i.e. divided by the machine's nodes it differs by
+  more than a quarter from the processors the machine maps onto one node (its cores per node, or 1 when its logs
+  count nodes), every job's node count would differ from what the header implies: a warning names the file, both
+  sets of values and the one used. Smaller differences (a log that covers a few nodes fewer than the machine, as
+  Theta's does) pass silently.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
+import warnings
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +51,10 @@ _FRACTIONAL = {3, 5, 6, 9}
 _KEY = re.compile(rb"^; ?([A-Za-z]\w*):\s*(.*?)\s*$")
 #: Submit times above this are taken as absolute Unix times (1973 onwards) when UnixStartTime is 0 or absent.
 _EPOCH_THRESHOLD = 100_000_000
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+#: How far (as a fraction) the header's processors per machine node may be from the machine's own mapping.
+_HEADER_TOLERANCE = 0.25
 
 
 def _field_name(i: int) -> str:
@@ -63,9 +88,31 @@ def parse_header(lines: list[bytes]) -> dict[str, Any]:
     return header
 
 
+def _read(path: str | Path) -> bytes:
+    """The file's text as bytes with LF line ends; unreadable bytes raise :class:`TraceFormatError` naming it."""
+    try:
+        raw = read_bytes(path)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        cls = type(exc)
+        kind = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+        raise TraceFormatError(path, None, None, f"truncated or corrupt gzip data ({kind}: {exc}). "
+                               "Check the download (gzip -t) and fetch the file again.") from exc
+    if raw[:2] in _UTF16_BOMS:
+        raise TraceFormatError(path, 1, None, "the text is UTF-16; SWF is ASCII. Convert it, e.g. with "
+                               "iconv -f UTF-16 -t UTF-8.")
+    if raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM):]
+    if not raw.strip():
+        raise TraceFormatError(path, None, None, "the file is empty: no header and no jobs"
+                               + (f" ({len(raw)} blank bytes)" if raw else ""))
+    if b"\r" in raw:  # CRLF (Windows) or CR alone (classic Mac): one line end each
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return raw
+
+
 def read_header(path: str | Path) -> dict[str, Any]:
     """Return the parsed header of an SWF file."""
-    lines = read_bytes(path).split(b"\n")
+    lines = _read(path).split(b"\n")
     return parse_header([ln for ln in lines if ln.lstrip().startswith(b";")])
 
 
@@ -122,26 +169,69 @@ def _parse_numbers(path: str | Path, data: list[bytes], numbers: np.ndarray) -> 
     return table
 
 
+def _header_int(header: dict[str, Any], key: str) -> int | None:
+    try:
+        value = int(str(header.get(key, "")).split()[0])
+    except (ValueError, IndexError):
+        return None
+    return value if value > 0 else None
+
+
 def _resolve_machine(machine: str | Machine | None, header: dict[str, Any], path: str | Path) -> Machine:
     if machine is not None:
         return get(machine)
     try:
         return from_swf_header(header, name=Path(path).name.split(".")[0])
     except ValueError:
-        raise TraceFormatError(path, None, None, "the file has no MaxNodes/MaxProcs header; pass machine=") from None
+        said = {k: header[k] for k in ("MaxNodes", "MaxProcs") if k in header}
+        what = f"no usable MaxNodes/MaxProcs header (it says {said})" if said else "no MaxNodes/MaxProcs header"
+        raise TraceFormatError(path, None, None, f"the file has {what}; pass machine=") from None
 
 
-def _status(path: str | Path, codes: np.ndarray, numbers: np.ndarray) -> pd.Categorical:
-    known = np.isin(codes, list(jobs.SWF_STATUS))
-    if not known.all():
-        row = int(np.flatnonzero(~known)[0])
-        raise TraceFormatError(path, int(numbers[row]), _field_name(10),
-                               f"unknown status code {int(codes[row])}; SWF knows {sorted(jobs.SWF_STATUS)}")
-    lookup = np.array([jobs.SWF_STATUS[c] for c in range(-1, 6)], dtype=object)
-    return jobs.status_categorical(lookup[codes + 1])
+def _header_conflict(header: dict[str, Any], mach: Machine, path: str | Path) -> str | None:
+    """A message if the header's machine maps processors onto nodes differently from ``mach``, else ``None``."""
+    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    procs = max_procs or max_nodes
+    if procs is None:
+        return None
+    width = 1 if mach.procs_are_nodes else mach.cores_per_node
+    if abs(procs / mach.nodes / width - 1) <= _HEADER_TOLERANCE:
+        return None
+    said = ", ".join(f"{k} {v}" for k, v in (("MaxNodes", max_nodes), ("MaxProcs", max_procs)) if v)
+    own = from_swf_header(header)
+    logged = "nodes" if mach.procs_are_nodes else "processors"
+    return (f"{path}: the header says {said} (a machine of {own.nodes} nodes x {own.cores_per_node} processors), "
+            f"but machine={mach.name!r} has {mach.nodes} nodes x {mach.cores_per_node} cores and its logs count "
+            f"{logged} (MaxProcs {mach.nodes * width} expected). Used the machine={mach.name!r} passed: "
+            f"nodes = ceil(procs / {width}). Pass machine=None to use the header, or a machine that matches it.")
 
 
-def _to_table(t: np.ndarray, machine: Machine, path: str | Path, numbers: np.ndarray) -> pd.DataFrame:
+_STATUS_CODES = np.array(sorted(jobs.SWF_STATUS), dtype=np.int64)  # -1 .. 5
+
+
+def _status(codes: np.ndarray) -> pd.Categorical:
+    """SWF status codes as the canonical categorical; codes outside the standard become ``"unknown"``."""
+    standard = (codes >= _STATUS_CODES[0]) & (codes <= _STATUS_CODES[-1])
+    lookup = np.array([jobs.SWF_STATUS[int(c)] for c in _STATUS_CODES], dtype=object)
+    return jobs.status_categorical(lookup[np.where(standard, codes - _STATUS_CODES[0], 0)])
+
+
+def _nonstandard_counts(codes: np.ndarray) -> dict[int, int]:
+    """Count the codes outside the SWF standard, most frequent first."""
+    odd = codes[(codes < _STATUS_CODES[0]) | (codes > _STATUS_CODES[-1])]
+    values, counts = np.unique(odd, return_counts=True)
+    order = np.lexsort((values, -counts))
+    return {int(values[i]): int(counts[i]) for i in order}
+
+
+def _status_note(counts: dict[int, int], limit: int = 8) -> str:
+    shown = ", ".join(f"{code}: {n} job{'s' * (n != 1)}" for code, n in list(counts.items())[:limit])
+    more = f", and {len(counts) - limit} more codes" if len(counts) > limit else ""
+    return (f"{sum(counts.values())} jobs have status codes outside SWF's -1..5 ({shown}{more}); "
+            'read as status "unknown", the raw counts are in attrs["status_codes"].')
+
+
+def _to_table(t: np.ndarray, machine: Machine) -> pd.DataFrame:
     as_int = t.astype(np.int64)
     run = np.where(t[:, 3] > 0, np.ceil(t[:, 3]), t[:, 3]).astype(np.int64)
     procs = np.where(as_int[:, 7] > 0, as_int[:, 7], as_int[:, 4])
@@ -154,7 +244,7 @@ def _to_table(t: np.ndarray, machine: Machine, path: str | Path, numbers: np.nda
         "job_id": as_int[:, 0], "submit": as_int[:, 1], "run": run,
         "walltime": np.where(known, as_int[:, 8], run), "nodes": nodes, "procs": procs,
         "user": as_int[:, 11], "group": as_int[:, 12], "queue": as_int[:, 14],
-        "status": _status(path, as_int[:, 10], numbers), "walltime_known": known,
+        "status": _status(as_int[:, 10]), "walltime_known": known,
     })
     for name, field in jobs.OPTIONAL_COLUMNS.items():
         df[name] = t[:, field - 1] if (field - 1) in _FRACTIONAL and name == "cpu_time" else as_int[:, field - 1]
@@ -179,16 +269,26 @@ def read_swf(
 
     Returns:
         The job table, sorted by submit time. Absolute Unix submit times (``UnixStartTime`` 0 or absent) are
-        rebased to the first submit, which is kept in ``attrs["unix_start_time"]``.
+        rebased to the first submit, which is kept in ``attrs["unix_start_time"]``. Status codes outside the SWF
+        standard read as ``"unknown"`` and are counted in ``attrs["status_codes"]``; dropped jobs and such codes
+        are counted in one warning.
 
     Raises:
-        TraceFormatError: a malformed line (wrong field count, a non-number), naming the line and field.
+        TraceFormatError: a malformed line (wrong field count, a non-number), naming the line and field; an
+            empty, truncated or corrupt (gzip) file, naming the file.
+
+    Warns:
+        UserWarning: once, counting dropped invalid jobs and non-standard status codes; and once when the header's
+            MaxNodes/MaxProcs contradict an explicit ``machine`` (the machine is used).
     """
-    comments, data, numbers = _split(read_bytes(path))
+    comments, data, numbers = _split(_read(path))
     header = parse_header(comments)
     mach = _resolve_machine(machine, header, path)
+    conflict = _header_conflict(header, mach, path) if machine is not None else None
+    if conflict:
+        warnings.warn(conflict, UserWarning, stacklevel=2)
     table = _parse_numbers(path, data, numbers)
-    df = _to_table(table, mach, path, numbers)
+    df = _to_table(table, mach)
     try:
         unix_start = int(str(header.get("UnixStartTime", "0")).split()[0])
     except (ValueError, IndexError):
@@ -198,7 +298,24 @@ def read_swf(
     if unix_start == 0 and first > _EPOCH_THRESHOLD:
         unix_start = first
         df["submit"] = np.where(submitted >= 0, submitted - first, submitted)
-    return finish(df, mach, on_invalid, path, name, unix_start, numbers, header)
+    kept = jobs.invalid_reasons(df, mach.nodes) < 0
+    codes = _nonstandard_counts(table[kept, 10].astype(np.int64))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = finish(df, mach, on_invalid, path, name, unix_start, numbers, header)
+    notes = []
+    for w in caught:  # fold the invalid-job count into the reader's one warning
+        text = str(w.message)
+        if w.category is UserWarning and text.startswith(f"{path}: dropped "):
+            notes.append(text[len(f"{path}: "):])
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if codes:
+        notes.append(_status_note(codes))
+    if notes:
+        warnings.warn(f"{path}: " + " ".join(notes), UserWarning, stacklevel=2)
+    out.attrs["status_codes"] = codes
+    return out
 
 
 def _column(df: pd.DataFrame, name: str, default: np.ndarray | int) -> np.ndarray:
