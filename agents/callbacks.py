@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import time
 import warnings
 import zipfile
 from pathlib import Path
@@ -38,19 +40,34 @@ class SchedulingMetricsCallback(BaseCallback):
 
 
 class ProgressBarCallback(BaseCallback):
-    """A tqdm bar over the timesteps still to train (SB3's own needs ``rich``)."""
+    """Progress over the timesteps still to train: a tqdm bar on a terminal, a line every 10% in a log file.
+
+    SB3 collects whole rollouts, so a run may end a little past ``total``; the bar stops at ``total``.
+    """
 
     def __init__(self, total: int):
         super().__init__()
-        self.total = total
+        self.total = max(int(total), 1)
         self.bar: tqdm | None = None
+        self.done = self.next_line = 0
+        self.tty = sys.stderr.isatty()
 
     def _on_training_start(self) -> None:
-        self.bar = tqdm(total=self.total, desc="training", unit="step")
+        if self.tty:
+            self.bar = tqdm(total=self.total, desc="training", unit="step")
+        self.started = time.perf_counter()
 
     def _on_step(self) -> bool:
+        step = min(self.training_env.num_envs, self.total - self.done)
+        self.done += step
         if self.bar is not None:
-            self.bar.update(self.training_env.num_envs)
+            self.bar.update(step)
+        elif self.done >= self.next_line:
+            rate = self.done / max(time.perf_counter() - self.started, 1e-9)
+            sys.stderr.write(f"training: {self.done:,}/{self.total:,} steps ({self.done / self.total:.0%}), "
+                             f"{rate:,.0f} steps/s\n")
+            sys.stderr.flush()
+            self.next_line += max(self.total // 10, 1)
         return True
 
     def _on_training_end(self) -> None:
