@@ -39,6 +39,21 @@ class SchedulingMetricsCallback(BaseCallback):
         return True
 
 
+class HyperparametersCallback(BaseCallback):
+    """Write a run's settings to TensorBoard's text tab once, as CleanRL does (``hyperparameters``)."""
+
+    def __init__(self, settings: dict):
+        super().__init__()
+        rows = "\n".join(f"|{k}|{v}|" for k, v in settings.items())
+        self.text = f"|param|value|\n|-|-|\n{rows}"
+
+    def _on_training_start(self) -> None:
+        self.logger.record("hyperparameters", self.text, exclude=("stdout", "log", "json", "csv"))
+
+    def _on_step(self) -> bool:
+        return True
+
+
 class ProgressBarCallback(BaseCallback):
     """Progress over the timesteps still to train: a tqdm bar on a terminal, a line every 10% in a log file.
 

@@ -413,6 +413,7 @@ def train(args: Args) -> Path:
 def _train(args: Args, run_dir: Path) -> Path:
     from agents.callbacks import (
         AtomicCheckpointCallback,
+        HyperparametersCallback,
         ProgressBarCallback,
         SchedulingMetricsCallback,
         ValidationCallback,
@@ -438,7 +439,8 @@ def _train(args: Args, run_dir: Path) -> Path:
             validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}
     callbacks = [AtomicCheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run_dir / "checkpoints"),
                                           "model", save_replay_buffer=args.algo == "dqn"),
-                 SchedulingMetricsCallback(), ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0))]
+                 SchedulingMetricsCallback(), ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0)),
+                 HyperparametersCallback(dataclasses.asdict(args))]
     if validation is not None:
         callbacks.append(validation)
     model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,

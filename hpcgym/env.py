@@ -16,7 +16,8 @@ from gymnasium import spaces
 from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
 from hpcgym.rewards import OBJECTIVES
-from hpcgym.sim import PriorityPolicy, Simulator
+from hpcgym.sim import PriorityPolicy, Simulator, heuristics
+from hpcgym.sim.core import Backfill
 from hpcgym.sim.engine import FCFS_ORDER, Buffers
 from hpcgym.sim.policy import score
 from hpcgym.workload import EpisodeSource, Window, check_fits
@@ -29,14 +30,14 @@ SCALE_SAMPLE_JOBS = 1024
 WAIT_SCALE = 10.0
 
 
-def resolve(spec: Any, default_module: str = "baselines.priorities") -> Any:
-    """Resolve a ``"module:attribute"`` string lazily; a bare name is looked up with ``default_module:get``."""
+def resolve(spec: Any) -> Any:
+    """Resolve a ``"module:attribute"`` string lazily; a bare name is a heuristic (:mod:`hpcgym.sim.heuristics`)."""
     if not isinstance(spec, str):
         return spec
     if ":" in spec:
         module, _, attr = spec.partition(":")
         return getattr(importlib.import_module(module), attr)
-    return importlib.import_module(default_module).get(spec)
+    return heuristics.get(spec)
 
 
 class SchedulingEnv(gym.Env):
@@ -131,7 +132,7 @@ class SchedulingEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, machine: str | machines.Machine = "lublin-256", workload: Any = "lublin-256",
-                 backfill: str = "none", window: int = 256, slots: int = 128, split: str = "train",
+                 backfill: Backfill = "none", window: int = 256, slots: int = 128, split: str = "train",
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
                  train_fraction: float = 0.7, invalid_action: str = "wrap", compare_with: tuple | str = (),
                  render_mode: str | None = None, reward: str = "objective"):

@@ -42,9 +42,10 @@ def test_checkers_pass_for_every_id_with_default_arguments(env_id):
     assert gym.make(f"hpcgym/{env_id}").unwrapped.machine.name == env.unwrapped.machine.name
 
 
-def test_same_seed_same_episode():
-    a, ra, ia = random_episode(hpcgym.make("sdsc-sp2-v0", backfill="easy"), seed=3)
-    b, rb, ib = random_episode(hpcgym.make("sdsc-sp2-v0", backfill="easy"), seed=3)
+@pytest.mark.parametrize("env_id", sorted(hpcgym.ENVS))
+def test_same_seed_same_episode(env_id):
+    a, ra, ia = random_episode(hpcgym.make(env_id, backfill="easy", window=128), seed=3)
+    b, rb, ib = random_episode(hpcgym.make(env_id, backfill="easy", window=128), seed=3)
     assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert ra == rb and pd.DataFrame(ia["records"]).equals(pd.DataFrame(ib["records"]))
 

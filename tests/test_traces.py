@@ -87,7 +87,7 @@ def test_requested_procs_preferred_then_allocated(tmp_path):
         ("1 0 0 10 8 -1 -1 6 20 -1 1 1 1 -1 -1 -1", 4, "17"),
         ("1 0 0 10 8 -1 -1 six 20 -1 1 1 1 -1 -1 -1 -1 -1", 4, "8 (requested processors)"),
         ("1 0 0 10 8.5 -1 -1 6 20 -1 1 1 1 -1 -1 -1 -1 -1", 4, "5 (allocated processors)"),
-        ("1 0 0 10 8 -1 -1 6 20 -1 9 1 1 -1 -1 -1 -1 -1", 4, "11 (status)"),
+        ("1 0 0 10 8 -1 -1 6 20 -1 done 1 1 -1 -1 -1 -1 -1", 4, "11 (status)"),  # a code is a number
     ],
 )
 def test_malformed_swf_line_names_file_line_field(tmp_path, line, number, field):

@@ -2,7 +2,7 @@
 
 >>> from hpcgym import traces
 >>> from hpcgym.sim import simulate
->>> from baselines.priorities import FCFS
+>>> from hpcgym.sim.heuristics import FCFS
 >>> rec = simulate(traces.load("lublin-256"), "lublin-256", FCFS, backfill="easy")
 >>> int((rec["start"] >= rec["submit"]).all())
 1
@@ -19,10 +19,12 @@ import pandas as pd
 
 from hpcgym import metrics
 from hpcgym.machines import Machine, get
-from hpcgym.sim.core import BACKFILL_MODES, simulate_kernel
+from hpcgym.sim import heuristics
+from hpcgym.sim.core import BACKFILL_MODES, Backfill, simulate_kernel
 from hpcgym.sim.policy import PriorityPolicy
 
-__all__ = ["BACKFILL_MODES", "PriorityPolicy", "Simulator", "hold_times", "simulate", "start_times"]
+__all__ = ["BACKFILL_MODES", "Backfill", "PriorityPolicy", "Simulator", "heuristics", "hold_times", "simulate",
+           "start_times"]
 
 
 def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
@@ -31,7 +33,7 @@ def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
     return np.minimum(run, jobs["walltime"].to_numpy(np.int64)) if kill_at_walltime else run
 
 
-def _check(jobs: pd.DataFrame, nodes: int, backfill: str, kill_at_walltime: bool) -> None:
+def _check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: bool) -> None:
     if backfill not in BACKFILL_MODES:
         raise ValueError(f"backfill must be one of {sorted(BACKFILL_MODES)}, not {backfill!r}")
     if backfill == "conservative" and not kill_at_walltime:
@@ -47,13 +49,14 @@ def _check(jobs: pd.DataFrame, nodes: int, backfill: str, kill_at_walltime: bool
         raise ValueError(f"a job asks for {jobs['nodes'].max()} nodes but the machine has {nodes}")
 
 
-def start_times(jobs: pd.DataFrame, nodes: int, policy: PriorityPolicy, backfill: str = "none",
+def start_times(jobs: pd.DataFrame, nodes: int, policy: PriorityPolicy | str, backfill: Backfill = "none",
                 kill_at_walltime: bool = True, reservations: bool = False) -> np.ndarray | tuple[np.ndarray, ...]:
     """Start time of every job (aligned with the rows of ``jobs``) on a machine of ``nodes`` nodes.
 
     With ``reservations=True`` it also returns each job's first reservation (see
     :func:`hpcgym.sim.core.simulate_kernel`), -1 where it had none.
     """
+    policy = heuristics.get(policy)
     _check(jobs, nodes, backfill, kill_at_walltime)
     if len(jobs) == 0:
         empty = np.empty(0, np.int64)
@@ -67,14 +70,14 @@ def start_times(jobs: pd.DataFrame, nodes: int, policy: PriorityPolicy, backfill
     return (start, first) if reservations else start
 
 
-def simulate(jobs: pd.DataFrame, machine: str | Machine, policy: PriorityPolicy, backfill: str = "none",
+def simulate(jobs: pd.DataFrame, machine: str | Machine, policy: PriorityPolicy | str, backfill: Backfill = "none",
              kill_at_walltime: bool = True) -> pd.DataFrame:
     """Schedule ``jobs`` on ``machine``; return the per-job records (see :mod:`hpcgym.metrics`).
 
     Args:
         jobs: a canonical job table of valid jobs, sorted by submit time.
         machine: a :class:`~hpcgym.machines.Machine` or its catalog name.
-        policy: the priority rule, e.g. ``baselines.priorities.FCFS``.
+        policy: the priority rule or its name, e.g. ``hpcgym.sim.heuristics.FCFS`` or ``"fcfs"``.
         backfill: ``"none"``, ``"easy"``, ``"conservative"`` or ``"rlscheduler"``.
         kill_at_walltime: end jobs at their walltime, as real schedulers do.
     """

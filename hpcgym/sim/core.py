@@ -15,13 +15,19 @@ Structures (all preallocated to ``n``):
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numba as nb
 import numpy as np
 
 from hpcgym.sim.policy import FCFS, UNICEP, WFP3, score
 
 NONE, EASY, CONSERVATIVE, RLSCHEDULER = range(4)
-BACKFILL_MODES = {"none": NONE, "easy": EASY, "conservative": CONSERVATIVE, "rlscheduler": RLSCHEDULER}
+#: A backfilling mode's name (the one spelling of them; :data:`BACKFILL_MODES` maps each to its engine code).
+Backfill = Literal["none", "easy", "conservative", "rlscheduler"]
+BACKFILL_MODES: dict[str, int] = dict(zip(get_args(Backfill), (NONE, EASY, CONSERVATIVE, RLSCHEDULER), strict=True))
+#: The modes step mode (agents) can run: conservative backfilling reserves every job on arrival (no head to choose).
+STEP_MODES = ("none", "easy", "rlscheduler")
 _BIG = np.iinfo(np.int64).max
 # Slots of the scalar state array.
 _FREE, _QS, _QE, _HN, _RN, _SHADOW, _EXTRA, _LAST_HEAD, _T, _NEXT, _OPEN = range(11)

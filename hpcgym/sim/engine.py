@@ -24,9 +24,9 @@ import pandas as pd
 
 from hpcgym import metrics
 from hpcgym.sim import core
-from hpcgym.sim.policy import FCFS, PriorityPolicy
-
-FCFS_ORDER = PriorityPolicy("fcfs", FCFS, description="s")
+from hpcgym.sim.core import Backfill
+from hpcgym.sim.heuristics import FCFS as FCFS_ORDER
+from hpcgym.sim.policy import PriorityPolicy
 
 
 @dataclass
@@ -80,10 +80,10 @@ class Simulator:
         kill_at_walltime: end jobs at their walltime.
     """
 
-    def __init__(self, nodes: int, backfill: str = "none", order: PriorityPolicy = FCFS_ORDER,
+    def __init__(self, nodes: int, backfill: Backfill = "none", order: PriorityPolicy = FCFS_ORDER,
                  kill_at_walltime: bool = True):
-        if backfill not in ("none", "easy", "rlscheduler"):
-            raise ValueError(f"step mode supports backfill 'none', 'easy' or 'rlscheduler', not {backfill!r} "
+        if backfill not in core.STEP_MODES:
+            raise ValueError(f"step mode supports backfill {core.STEP_MODES}, not {backfill!r} "
                              "(conservative reserves every job on arrival, so there is no head to choose)")
         self.nodes = int(nodes)
         self.mode = core.BACKFILL_MODES[backfill]

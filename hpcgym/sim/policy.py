@@ -3,7 +3,7 @@
 A policy gives each queued job a score; the lowest runs first, ties going to the earlier submit, then the lower
 job id. The built-in formulas are compiled into the engine and picked by code; any other *static* priority (one
 that does not change while a job waits) plugs in as :class:`PriorityPolicy` with a ``key`` function that maps a
-job table to one score per job. The named heuristics users pick from live in :mod:`baselines.priorities`.
+job table to one score per job. The named heuristics users pick from live in :mod:`hpcgym.sim.heuristics`.
 """
 
 from __future__ import annotations
