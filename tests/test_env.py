@@ -207,7 +207,8 @@ def test_invalid_job_tables_fail_at_construction():
     table = traces.load("lublin-256").iloc[:600].copy()
     table.loc[5, "nodes"] = np.nan
     table.loc[9, "run"] = 0
-    with pytest.raises(ValueError, match="1 jobs with a missing or non-positive run; 1 jobs with a missing or non-positive nodes"):
+    with pytest.raises(ValueError, match="1 jobs with a missing or non-positive run; 1 jobs with a missing or "
+                                         "non-positive nodes"):
         SchedulingEnv("lublin-256", table, window=64, split="all")
 
 
