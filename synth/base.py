@@ -87,8 +87,8 @@ class Synthesizer:
         """``n_jobs`` valid jobs as a canonical job table; repairs and rejections are in ``attrs["postprocess"]``."""
         if not self.fitted:
             raise RuntimeError(f"{self.name}: call fit() (or load()) before sample()")
-        if n_jobs < 1:
-            raise ValueError("n_jobs must be >= 1")
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+            raise ValueError(f"n_jobs must be a whole number >= 1, not {n_jobs!r}")
         rng = np.random.default_rng(seed)
         rows, counts, tries = [], {}, 0
         have = 0

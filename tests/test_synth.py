@@ -81,6 +81,16 @@ def test_arrivals_is_seeded_and_saves(tmp_path, arrivals_model):
     manifest = (tmp_path / "m" / "manifest.json").read_text()
     assert "ArrivalAwareSynthesizer" in manifest and arrivals_model.trace_hash in manifest
     assert Synthesizer.load(tmp_path / "m").sample(500, seed=3).equals(a)
+    with pytest.raises(ValueError, match="whole number"):
+        arrivals_model.sample(2.5)
+
+
+def test_a_damaged_saved_model_is_refused_before_unpickling(tmp_path, arrivals_model):
+    arrivals_model.save(tmp_path / "m")
+    state = tmp_path / "m" / "state.pkl"
+    state.write_bytes(state.read_bytes()[:-10])  # an interrupted save, or a swapped file
+    with pytest.raises(ValueError, match="state.pkl .* not match the manifest"):
+        Synthesizer.load(tmp_path / "m")
 
 
 def test_arrivals_load_calibration(theta_train):
