@@ -12,6 +12,8 @@ from pathlib import Path
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from tqdm.auto import tqdm
 
+from hpcgym.io import atomic_write
+
 
 class SchedulingMetricsCallback(BaseCallback):
     """Log each finished episode's scheduling metrics under ``sched/``.
@@ -203,20 +205,9 @@ class ValidationCallback(BaseCallback):
 
 def save_atomic(model, path: Path) -> None:
     """``model.save`` to a temporary file in the same folder, then rename it into place."""
-    replace_atomic(model.save, path)
+    atomic_write(path, model.save)
 
 
-def replace_atomic(write, path: Path) -> None:
-    """``write(tmp)`` to a hidden temporary file beside ``path`` (same suffix), then rename it into place."""
-    import os
-
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class AtomicCheckpointCallback(CheckpointCallback):
@@ -228,7 +219,7 @@ class AtomicCheckpointCallback(CheckpointCallback):
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq:
             return True
-        replace_atomic(self.model.save, Path(self._checkpoint_path(extension="zip")))
+        atomic_write(self._checkpoint_path(extension="zip"), self.model.save)
         if self.save_replay_buffer and getattr(self.model, "replay_buffer", None) is not None:
-            replace_atomic(self.model.save_replay_buffer, Path(self._checkpoint_path("replay_buffer_", "pkl")))
+            atomic_write(self._checkpoint_path("replay_buffer_", "pkl"), self.model.save_replay_buffer)
         return True

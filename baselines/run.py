@@ -7,15 +7,18 @@ Examples::
 
 Without ``--window`` each run covers the whole trace (split). With it, ``--windows`` windows of ``--window``
 consecutive jobs are drawn once from ``--seed``, and every policy runs on the same ones; the table gives the mean
-over windows with a 95% bootstrap interval for the mean bsld.
+over windows with a 95% bootstrap interval for the mean bsld. ``--trace`` also takes any trace file, with
+``--format``, ``--machine NAME|NODES[xCORES]`` and, for other CSV layouts, ``--columns``::
+
+    python -m baselines.run --trace jobs.csv --machine 120x2 --columns interarrival=interval,run=run_time,nodes=node_num
+
+Bad input (an unknown name, a malformed file, an empty trace, a bad flag value) exits 2 with one ``error:`` line.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -26,7 +29,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import priorities
-from hpcgym import machines, metrics, traces
+from hpcgym import cli, machines, metrics, traces
+from hpcgym.errors import EmptyTraceError
+from hpcgym.io import write_table
 from hpcgym.sim import BACKFILL_MODES, simulate
 
 BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
@@ -34,10 +39,14 @@ BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
 
 def draw_windows(jobs: pd.DataFrame, length: int | None, count: int, seed: int) -> list[pd.DataFrame]:
     """The job windows every policy runs on: the whole table, or ``count`` random windows of ``length`` jobs."""
+    if len(jobs) == 0:
+        raise ValueError(f"no jobs to run in {jobs.attrs.get('name', 'the trace')} [{jobs.attrs.get('split', 'all')}]")
     if length is None:
         return [jobs]
+    if length < 1 or count < 1:
+        raise ValueError(f"--window and --windows must be at least 1, not {length} and {count}")
     if length > len(jobs):
-        raise SystemExit(f"--window {length} is longer than the trace ({len(jobs)} jobs)")
+        raise ValueError(f"--window {length} is longer than the trace ({len(jobs)} jobs)")
     starts = np.random.default_rng(seed).integers(0, len(jobs) - length + 1, size=count)
     return [traces.window(jobs, length, start=int(s)) for s in starts]
 
@@ -65,20 +74,7 @@ def run_grid(windows: list[pd.DataFrame], machine: machines.Machine, policies: S
     return pd.DataFrame(rows), pd.concat(recs, ignore_index=True)
 
 
-def write_atomic(df: pd.DataFrame, path: Path) -> None:
-    """Write CSV (or parquet, by suffix) to a temporary file, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
-    os.close(fd)
-    try:
-        if path.suffix == ".parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            df.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+write_atomic = write_table  # the name this module's callers knew
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -95,16 +91,17 @@ def format_table(table: pd.DataFrame) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
-    ap = argparse.ArgumentParser(prog="python -m baselines.run", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(prog="python -m baselines.run", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="sdsc-sp2", help="bundled trace name or a trace file (default: sdsc-sp2)")
-    ap.add_argument("--machine", default=None, help="machine name (default: the trace's machine)")
+    cli.add_trace_args(ap)
     ap.add_argument("--policy", default="all", help=f"one of {sorted(priorities.POLICIES)} or 'all' (default)")
     ap.add_argument("--backfill", default="all", help=f"one of {BACKFILLS} or 'all' (default)")
     ap.add_argument("--split", default="all", choices=["train", "test", "all"],
                     help="chronological 70/30 part of the trace to use (default: all)")
-    ap.add_argument("--window", type=int, default=None, help="jobs per window (default: the whole trace)")
-    ap.add_argument("--windows", type=int, default=10, help="number of windows with --window (default: 10)")
+    ap.add_argument("--window", type=cli.positive_int, default=None, help="jobs per window (default: the whole trace)")
+    ap.add_argument("--windows", type=cli.positive_int, default=10,
+                    help="number of windows with --window (default: 10)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--no-kill", action="store_true", help="let jobs run past their walltime")
     ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet)")
@@ -118,15 +115,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI."""
+    """Run the CLI (wrapped by :func:`hpcgym.cli.run`: bad input exits 2 with one ``error:`` line)."""
     args = parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        jobs = traces.read(args.trace)
+        jobs = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
     for w in caught:
         print(f"note: {w.message}")
-    machine = machines.get(args.machine or jobs.attrs["machine"])
+    if len(jobs) == 0:
+        raise EmptyTraceError(jobs.attrs.get("source", args.trace), jobs.attrs.get("invalid"), need="to run")
+    machine = machines.get(jobs.attrs["machine"])
+    total = len(jobs)
     jobs = traces.split(jobs, args.split)
+    if len(jobs) == 0:
+        raise ValueError(f"the {args.split} split of {args.trace} has no jobs ({total} in all); use --split all")
     windows = draw_windows(jobs, args.window, args.windows, args.seed)
     policies = list(priorities.POLICIES) if args.policy == "all" else [args.policy]
     backfills = BACKFILLS if args.backfill == "all" else [args.backfill]
@@ -145,4 +147,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

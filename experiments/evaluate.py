@@ -24,7 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import priorities
-from baselines.run import write_atomic
+from hpcgym import io as hpcgym_io
 from hpcgym import machines, metrics, traces
 from hpcgym.sim import simulate
 
@@ -103,7 +103,7 @@ def summary(per_window: pd.DataFrame, reference: str = "+".join(REFERENCE)) -> p
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
     """Write a CSV atomically (the same writer as ``baselines.run``)."""
-    write_atomic(df, path)
+    hpcgym_io.write_table(df, path)
 
 
 def describe(trace: str, windows: int, length: int, seed: int) -> str:

@@ -38,6 +38,8 @@ from typing import Any
 
 import pandas as pd
 
+from hpcgym import io as hpcgym_io
+
 
 @dataclass
 class Args:
@@ -210,13 +212,6 @@ class RunFolder:
 
     def __exit__(self, *exc: object) -> None:
         self.lock.unlink(missing_ok=True)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
-    from agents.callbacks import replace_atomic
-
-    replace_atomic(lambda tmp: tmp.write_text(text), path)
 
 
 class MixedWorkload:
@@ -417,12 +412,11 @@ def _train(args: Args, run_dir: Path) -> Path:
         ProgressBarCallback,
         SchedulingMetricsCallback,
         ValidationCallback,
-        replace_atomic,
         save_atomic,
     )
     from agents.curves import plot_learning_curves
 
-    write_text_atomic(run_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=2))
+    hpcgym_io.write_text(run_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=2))
     data = load_data(args)
     workload = training_workload(args, data)
     env = make_env(args, data, workload, run_dir)
@@ -448,7 +442,7 @@ def _train(args: Args, run_dir: Path) -> Path:
     save_atomic(model, run_dir / "last.zip")
     best = run_dir / "best.zip"
     source = best if starts and best.exists() else run_dir / "last.zip"
-    replace_atomic(lambda tmp: shutil.copyfile(source, tmp), run_dir / "model.zip")
+    hpcgym_io.atomic_write(run_dir / "model.zip", lambda tmp: shutil.copyfile(source, tmp))
     if starts:
         plot_learning_curves({args.name: run_dir / "learning_curve.csv"}, run_dir / "learning_curve.png",
                              title=f"{args.name}: validation bsld ({args.val_windows} windows of the train split)",

@@ -24,6 +24,7 @@ import pandas as pd
 
 from hpcgym import jobs as jobtable
 from hpcgym.errors import DependencyNotInstalled
+from hpcgym.io import write_text
 from synth import features, postprocess
 
 MANIFEST = "manifest.json"
@@ -121,9 +122,7 @@ class Synthesizer:
                     "cores_per_node": self.cores_per_node,
                     "versions": {p: _version(p) for p in ("hpcgym", *self.packages)},
                     "files": _file_hashes(path)}
-        tmp = path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, default=str))
-        tmp.replace(path / MANIFEST)
+        write_text(path / MANIFEST, json.dumps(manifest, indent=2, default=str))  # last: it vouches for the rest
         return path
 
     @staticmethod

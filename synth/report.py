@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ import pandas as pd  # noqa: E402
 
 from hpcgym import machines  # noqa: E402
 from hpcgym import traces as tracelib  # noqa: E402
+from hpcgym.io import atomic_write
 from synth import fidelity  # noqa: E402
 
 REAL_COLOR, SYNTH_COLOR = "tab:blue", "tab:orange"
@@ -46,17 +45,7 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _atomic(path: Path, write: Callable[[str], object]) -> None:
-    """Run ``write(tmp)`` on a temporary file beside ``path``, make it world-readable, rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+_atomic = atomic_write  # hpcgym.io's: temporary file, then rename
 
 
 def _ecdf(ax: Any, values: np.ndarray, label: str, color: str) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hpcgym import machines
+from hpcgym.io import write_table
 from hpcgym.machines import Machine
 from hpcgym.traces import write_swf
 from synth.base import Synthesizer
@@ -53,9 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"{too_big} of {len(jobs)} sampled jobs need more than the {mach.nodes} nodes of {mach.name!r} "
                  f"(the model was fitted for {model.max_nodes} nodes); omit --machine to use the model's machine")
     if args.out.suffix == ".csv":
-        tmp = args.out.with_suffix(".csv.tmp")
-        jobs.to_csv(tmp, index=False)
-        tmp.replace(args.out)
+        write_table(jobs, args.out)
     else:
         note = f"synthetic: {len(jobs)} jobs sampled by python -m synth.sample from {model.name} with seed {args.seed}"
         write_swf(jobs, args.out, machine=mach, header={"Computer": mach.name, "Note": note})

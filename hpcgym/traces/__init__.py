@@ -152,6 +152,8 @@ def read(
     if columns is not None and format not in (None, "csv"):
         raise ValueError(f"columns= applies to format='csv', not {format!r}")
     if isinstance(path, str) and _ALIASES.get(path.lower(), path.lower()) in BUNDLED and not Path(path).exists():
+        if columns is not None:
+            raise ValueError(f"columns= applies to CSV files, not to the bundled trace {path!r}")
         if mach is None:
             return load(path, on_invalid)
         key = _key(path)
@@ -164,6 +166,8 @@ def read(
     if Path(path).is_dir():
         raise IsADirectoryError(errno.EISDIR, "a trace must be a file, not a directory", str(path))
     fmt = format or detect_format(path, columns)
+    if columns is not None and fmt != "csv":
+        raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
     if fmt == "csv":
         return read_csv_table(path, columns, machine=mach, on_invalid=on_invalid)
     if fmt == "swf":

@@ -1,4 +1,11 @@
-"""Command line: ``python -m hpcgym.traces info <file-or-name>`` and ``python -m hpcgym.traces list``."""
+"""Command line: ``python -m hpcgym.traces info <file-or-name>`` and ``python -m hpcgym.traces list``.
+
+Examples::
+
+    python -m hpcgym.traces info sdsc-sp2
+    python -m hpcgym.traces info jobs.csv --machine 120x2 --columns interarrival=interval,run=run_time,nodes=node_num
+    python -m hpcgym.traces info CEA-Curie-2011-2.1-cln.swf.gz --machine 5544x16
+"""
 
 from __future__ import annotations
 
@@ -9,12 +16,20 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hpcgym import machines, traces
+from hpcgym import cli, machines, traces
+from hpcgym.errors import EmptyTraceError
 from hpcgym.jobs import offered_load
 
 
 def summary(df: pd.DataFrame) -> dict[str, object]:
-    """The figures ``info`` prints, as a dict."""
+    """The figures ``info`` prints, as a dict.
+
+    Raises:
+        EmptyTraceError: the table has no jobs (all dropped, or none in the file).
+    """
+    if len(df) == 0:
+        raise EmptyTraceError(df.attrs.get("source", df.attrs.get("name", "?")), df.attrs.get("invalid"),
+                              need="to summarize")
     mach = machines.get(df.attrs["machine"])
     span = int(df["submit"].iat[-1] - df["submit"].iat[0]) if len(df) else 0
     start = df.attrs.get("unix_start_time", 0)
@@ -29,17 +44,24 @@ def summary(df: pd.DataFrame) -> dict[str, object]:
         "runtime median (s)": int(np.median(df["run"])),
         "walltime known": f"{df['walltime_known'].mean():.1%}",
         "invalid jobs dropped": df.attrs.get("invalid") or "none",
-    }
+    } | _machine_note(df, mach)
+
+
+def _machine_note(df: pd.DataFrame, mach: machines.Machine) -> dict[str, object]:
+    """A "machine note" line when the SWF header's node sizes are mixed and the header's machine was used."""
+    note = machines.mixed_node_note(df.attrs.get("header"))
+    return {"machine note": note} if note and mach.source == "SWF header" else {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI."""
-    parser = argparse.ArgumentParser(prog="python -m hpcgym.traces", description=__doc__)
+    """Run the CLI (wrapped by :func:`hpcgym.cli.run`: bad input exits 2 with one ``error:`` line)."""
+    parser = cli.ArgumentParser(prog="python -m hpcgym.traces", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="summarize a trace file or a bundled trace name")
-    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV) or a bundled name such as 'theta'")
-    info.add_argument("--format", choices=["swf", "alcf", "mustang"], default=None, help="default: from the name")
-    info.add_argument("--machine", default=None, help="machine name (default: the header or the format's machine)")
+    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV, any CSV with --columns) or a bundled name "
+                      "such as 'theta'")
+    cli.add_trace_args(info)
     sub.add_parser("list", help="list the bundled traces")
     args = parser.parse_args(argv)
     if args.command == "list":
@@ -48,11 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the drops are reported in the summary below
-        df = traces.read(args.trace, format=args.format, machine=args.machine)
+        df = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
     for key, value in summary(df).items():
         print(f"{key:22} {value}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

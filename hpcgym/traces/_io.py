@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from hpcgym.io import write_bytes
 
 #: The largest submit time accepted (seconds; as a Unix time, the year 2106).
 MAX_TIMESTAMP = 2**32
@@ -37,17 +37,8 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``data`` atomically (gzipped for ``.gz``): :func:`hpcgym.io.write_bytes`."""
+    write_bytes(path, data, gzip_by_suffix=True)
 
 
 def integral(values: np.ndarray) -> np.ndarray:
@@ -157,22 +148,24 @@ def duration_column(path: str | Path, raw, col: str, reason: str, optional: bool
     return secs.astype(np.int64), flag
 
 
-def submit_column(values: np.ndarray, texts: np.ndarray, col: str):
+def submit_column(values: np.ndarray, texts: np.ndarray, col: str, rebase: bool = True):
     """Submit times (float seconds, whole) -> (int64 seconds relative to the first, the first, its :class:`Flag`).
 
     Negative times are unknown (-1, reason ``"submit unknown"``). Times above :data:`MAX_TIMESTAMP`, and times
-    before 1973 in a file whose median time is a Unix time, are out of range: flagged, held as 0.
+    before 1973 in a file whose median time is a Unix time, are out of range: flagged, held as 0. With ``rebase``
+    False, only Unix times are rebased (to the first); relative times are kept, and the start is 0.
     """
     known = values >= 0
     over = values > MAX_TIMESTAMP
     fine = known & ~over
     limit = f"at most {MAX_TIMESTAMP}"
-    if fine.any() and np.median(values[fine]) > EPOCH_THRESHOLD:
+    unix = fine.any() and np.median(values[fine]) > EPOCH_THRESHOLD
+    if unix:
         early = fine & (values < EPOCH_THRESHOLD)
         over |= early
         fine &= ~early
         limit = f"a Unix time between {EPOCH_THRESHOLD} (1973) and {MAX_TIMESTAMP}, as the file's others are"
-    start = int(values[fine].min()) if fine.any() else 0
+    start = int(values[fine].min()) if fine.any() and (rebase or unix) else 0
     rel = np.where(fine, values - start, np.where(known, 0, -1)).astype(np.int64)
     return rel, start, Flag("submit out of range", col, over, texts, limit)
 

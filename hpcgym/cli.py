@@ -1,0 +1,132 @@
+"""One-line errors for the command-line tools: user mistakes print ``error: ...`` and exit 2; bugs keep a traceback.
+
+Adopt it in a CLI in three steps::
+
+    from hpcgym import cli
+
+    def main(argv=None) -> int:
+        parser = cli.ArgumentParser(prog="python -m mypkg.tool", description=__doc__)
+        parser.add_argument("--machine", type=cli.machine_arg, help=cli.MACHINE_HELP)
+        parser.add_argument("--window", type=cli.positive_int, default=None)
+        args = parser.parse_args(argv)
+        ...
+        return 0
+
+    if __name__ == "__main__":
+        raise SystemExit(cli.run(main))
+
+API:
+
+- ``run(main, argv=None) -> int``: calls ``main(argv)`` and returns its exit code. An expected user error is printed
+  as ONE line ``error: <message>`` on stderr and gives exit code 2: any :class:`~hpcgym.errors.HpcgymError`
+  (:class:`~hpcgym.errors.TraceFormatError`, :class:`~hpcgym.errors.InvalidJobError`,
+  :class:`~hpcgym.errors.UnknownMachineError` with its "did you mean", :class:`~hpcgym.errors.EmptyTraceError`, ...),
+  :class:`UsageError` (bad flags and flag values, from :class:`ArgumentParser`), ``FileNotFoundError`` and the other
+  file-access ``OSError`` subclasses, and ``ValueError`` (raised for bad input values). Anything else (``KeyError``,
+  ``IndexError``, ``TypeError``, ...) is a bug and propagates with its traceback. Set the environment variable
+  ``HPCGYM_TRACEBACK=1`` to get the traceback of the expected errors too. ``Ctrl-C`` exits 130 without a traceback.
+- ``ArgumentParser``: :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line through
+  ``run``; exit 2 as argparse's own) instead of printing the usage block. Sub-parsers inherit it.
+- Argument types that keep the reason in argparse's message: ``positive_int``, ``machine_arg`` (a
+  :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``, see :func:`hpcgym.machines.parse`) and
+  ``columns_arg`` (a column mapping from ``k=v,k=v``, see :func:`hpcgym.traces.csvtable.parse_columns`).
+- ``add_trace_args(parser)``: the ``--format``, ``--machine`` and ``--columns`` options every trace-reading CLI takes,
+  passed on as ``traces.read(path, format=args.format, machine=args.machine, columns=args.columns)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from hpcgym.errors import HpcgymError
+
+MACHINE_HELP = ("the machine: a catalog name (theta, sdsc-sp2, ...) or NODES[xCORES] such as 128 or 120x2 "
+                "(processors map to ceil(procs / CORES) nodes); default: the trace's own")
+COLUMNS_HELP = ("for --format csv: canonical name=CSV column pairs, e.g. interarrival=interval,run=run_time,"
+                "nodes=node_num,walltime=wall_time,user=user (keys: submit|interarrival, run, nodes|procs, walltime, "
+                "job_id, user, group, queue, status, wait)")
+FORMATS = ("swf", "alcf", "mustang", "csv")
+EXIT_USAGE = 2
+_FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+class UsageError(HpcgymError):
+    """A bad command line (unknown flag, bad flag value), raised by :class:`ArgumentParser`."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line through :func:`run`)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise :class:`UsageError` instead of printing the usage block and exiting."""
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def machine_arg(text: str):
+    """An argparse type: a :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``."""
+    from hpcgym import machines
+
+    try:
+        return machines.parse(text)
+    except (ValueError, KeyError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def columns_arg(text: str) -> dict[str, str]:
+    """An argparse type: a column mapping from ``k=v,k=v``."""
+    from hpcgym.traces.csvtable import parse_columns
+
+    try:
+        return parse_columns(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_trace_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--format``, ``--machine`` and ``--columns``, the options of every CLI that reads a trace."""
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="the trace format (default: .swf by name, else from the CSV header)")
+    parser.add_argument("--machine", type=machine_arg, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
+    parser.add_argument("--columns", type=columns_arg, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
+
+
+def message(exc: BaseException) -> str:
+    """The one-line text of an expected error."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        text = f"{exc.filename}: {exc.strerror or exc}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def run(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> int:
+    """Call ``main(argv)``; print expected user errors as one ``error:`` line on stderr and return 2.
+
+    Returns:
+        ``main``'s exit code (0 when it returns None), 2 after an expected error, 130 after ``Ctrl-C``.
+    """
+    try:
+        return int(main(argv) or 0)
+    except (HpcgymError, ValueError, *_FILE_ERRORS) as exc:
+        if os.environ.get("HPCGYM_TRACEBACK"):
+            raise
+        sys.stderr.write(f"error: {message(exc)}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
