@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hpcgym import metrics
+from hpcgym import cli, metrics
 
 REFERENCE = "fcfs+easy"
 
@@ -98,7 +98,7 @@ def across_seeds(windows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.compare", description=__doc__,
+    ap = cli.ArgumentParser(prog="python -m experiments.compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders")
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (.md or .csv)")
@@ -120,4 +120,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

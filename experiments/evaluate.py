@@ -24,8 +24,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import priorities
+from hpcgym import cli, machines, metrics, traces
 from hpcgym import io as hpcgym_io
-from hpcgym import machines, metrics, traces
 from hpcgym.sim import simulate
 
 HEURISTIC_BACKFILLS = ("none", "easy")
@@ -153,15 +153,18 @@ def run_agents(run_dir: Path) -> dict[str, Agent]:
 
 
 def evaluate(trace: str, agents: dict[str, Agent], windows: int = 20, length: int = 1024,
-             seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+             seed: int = 0, progress: bool = True, read: dict[str, Any] | None = None,
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run agents (``label -> Agent``) and the heuristics on the same test windows.
+
+    ``read`` holds ``format``, ``machine`` and ``columns`` for :func:`hpcgym.traces.read`.
 
     Returns:
         ``(per_window, per_job)`` tables.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        real = traces.read(trace)
+        real = traces.read(trace, **(read or {}))
     machine = machines.get(real.attrs["machine"])
     test = traces.split(real, "test")
     starts = window_starts(len(test), length, windows, seed)
@@ -172,14 +175,29 @@ def evaluate(trace: str, agents: dict[str, Agent], windows: int = 20, length: in
     return per_window_table(per_job, machine.nodes), per_job
 
 
+def _runs_trace(runs: Sequence[Path], read: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The trace the runs trained on (they must agree), with how they read it; theta without runs."""
+    saved = {json.loads((run / "args.json").read_text()).get("trace") for run in runs}
+    if len(saved) > 1:
+        raise ValueError(f"the runs trained on different traces {sorted(saved)}: pick one with --trace")
+    if not runs:
+        return "theta", read
+    args = json.loads((runs[0] / "args.json").read_text())
+    given = {k: v for k, v in read.items() if v is not None}
+    return args["trace"], {"format": args.get("format") or None, "machine": args.get("machine") or None,
+                           "columns": args.get("columns") or None, **given}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__,
+    ap = cli.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, nargs="*", default=[],
                     help="training run directories (with model.zip). A model zip holds pickles: loading one runs "
                          "code, so load only runs you trust")
-    ap.add_argument("--trace", default="theta", help="real trace whose test split is used (default: theta)")
+    ap.add_argument("--trace", default=None,
+                    help="real trace whose test split is used (default: the runs' own trace, else theta)")
+    cli.add_trace_args(ap)
     ap.add_argument("--windows", type=int, default=20, help="number of test windows (default: 20)")
     ap.add_argument("--length", type=int, default=1024, help="jobs per window (default: 1024)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
@@ -188,7 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     agents: dict[str, Agent] = {}
     for run in args.model:
         agents.update(run_agents(run))
-    per_window, per_job = evaluate(args.trace, agents, args.windows, args.length, args.seed)
+    read = {"format": args.format, "machine": args.machine, "columns": args.columns}
+    if args.trace is None:
+        args.trace, read = _runs_trace(args.model, read)
+    per_window, per_job = evaluate(args.trace, agents, args.windows, args.length, args.seed, read=read)
     out = args.out or (args.model[0] / "eval" if args.model else Path("eval"))
     table = write_results(out, per_window, per_job, describe(args.trace, args.windows, args.length, args.seed))
     print(format_summary(table, table.attrs["description"]))
@@ -197,4 +218,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

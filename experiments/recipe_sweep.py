@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hpcgym import cli
+
 #: name -> flags. ``old`` is the recipe before the vector environment (one env, long rollouts, plain reward).
 VARIANTS: dict[str, list[str]] = {
     "old": ["--envs", "1", "--n-steps", "2048", "--batch-size", "256", "--n-epochs", "10", "--reward", "objective",
@@ -94,7 +96,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.recipe_sweep", description=__doc__,
+    ap = cli.ArgumentParser(prog="python -m experiments.recipe_sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
@@ -121,4 +123,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

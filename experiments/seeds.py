@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hpcgym import metrics
+from hpcgym import cli, metrics
 
 REFERENCE = "fcfs+easy"
 NETWORKS = ("agent", "cloned", "untrained")
@@ -106,7 +106,7 @@ def write(runs: Sequence[Path], out: Path) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.seeds", description=__doc__,
+    ap = cli.ArgumentParser(prog="python -m experiments.seeds", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders, one per seed")
     ap.add_argument("--out", type=Path, required=True, help="folder for the table and the plot")
@@ -120,4 +120,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from hpcgym import cli
+
 
 def grid(seeds: Sequence[int], workloads: Sequence[str], algos: Sequence[str],
          shared: Sequence[str]) -> list[list[str]]:
@@ -66,7 +68,7 @@ def summarize(run_dirs: Sequence[str]) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
+    ap = cli.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--workloads", nargs="+", default=["real", "synthetic"], choices=["real", "synthetic", "mixed"])
@@ -84,4 +86,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

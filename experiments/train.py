@@ -38,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
 
@@ -47,8 +48,14 @@ class Args:
 
     workload: str = field(default="synthetic", metadata={"help": "real | synthetic | mixed (real and synthetic "
                                                                  "windows alternately): what the agent trains on"})
-    trace: str = field(default="theta", metadata={"help": "real trace: its train split is the training data, its "
-                                                          "test split the evaluation"})
+    trace: str = field(default="theta", metadata={"help": "real trace (bundled name or file): its train split is the "
+                                                          "training data, its test split the evaluation"})
+    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv; "
+                                                      "empty: from its name and header"})
+    machine: str = field(default="", metadata={"help": "the trace's machine: NAME or NODES[xCORES]; empty: the "
+                                                       "trace's own (its header, or the format's machine)"})
+    columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs, e.g. "
+                                                       "interarrival=interval,run=run_time,nodes=node_num"})
     synthesizer: str = field(default="arrivals", metadata={"help": "synthesizer for --workload synthetic|mixed"})
     algo: str = field(default="ppo", metadata={"help": "ppo (sb3-contrib MaskablePPO) | dqn (masked DQN)"})
     policy: str = field(default="scorer", metadata={"help": "scorer (shared per-slot job scorer) | mlp"})
@@ -97,6 +104,10 @@ class Args:
     overwrite: bool = field(default=False, metadata={"help": "delete an existing run folder of this name first"})
     threads: int = field(default=1, metadata={"help": "torch threads (1 is fastest for these tiny networks)"})
 
+    def read_kwargs(self) -> dict[str, Any]:
+        """How to read the trace (:func:`hpcgym.traces.read`'s ``format``, ``machine``, ``columns``)."""
+        return {"format": self.format or None, "machine": self.machine or None, "columns": self.columns or None}
+
     @property
     def trace_label(self) -> str:
         """The trace's short name (a path's file name without extensions)."""
@@ -119,8 +130,8 @@ CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "
 
 def _parser() -> argparse.ArgumentParser:
     """The command line of :class:`Args` (one flag per field, with its help and default)."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(prog="python -m experiments.train", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in dataclasses.fields(Args):
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
@@ -185,8 +196,8 @@ class RunFolder:
         self.path, self.lock = path, path / ".lock"
         if path.exists() and any(path.iterdir()) and not resume:
             if not overwrite:
-                raise SystemExit(f"error: the run folder {path} is not empty: pass --resume to continue that run, "
-                                 "--overwrite to start it over, or another --run-name")
+                raise cli.UsageError(f"the run folder {path} is not empty: pass --resume to continue that run, "
+                                     "--overwrite to start it over, or another --run-name")
             self._check_free()
             shutil.rmtree(path)
         path.mkdir(parents=True, exist_ok=True)
@@ -201,7 +212,7 @@ class RunFolder:
             except (OSError, ValueError):
                 return  # stale: its process is gone
             if pid != os.getpid():
-                raise SystemExit(f"error: the run folder {self.path} is in use by process {pid}")
+                raise cli.UsageError(f"the run folder {self.path} is in use by process {pid}")
 
     def __enter__(self) -> RunFolder:
         import os
@@ -243,7 +254,7 @@ def load_data(args: Args) -> Data:
     """Read the trace and carve the train split into the training and validation parts."""
     from hpcgym import machines, traces
 
-    real = traces.read(args.trace)
+    real = traces.read(args.trace, **args.read_kwargs())
     train = traces.split(real, "train")
     fit, validation = (traces.split(train, part, 1.0 - args.val_fraction) for part in ("train", "test"))
     return Data(machines.get(real.attrs["machine"]), fit, validation)
@@ -340,8 +351,8 @@ def validation_starts(args: Args, data: Data) -> list[int]:
     if args.val_windows <= 0:
         return []
     if len(data.validation) < args.val_length:
-        raise SystemExit(f"the validation part has {len(data.validation)} jobs, fewer than --val-length "
-                         f"{args.val_length}: lower it or raise --val-fraction")
+        raise cli.UsageError(f"the validation part has {len(data.validation)} jobs, fewer than --val-length "
+                             f"{args.val_length}: lower it or raise --val-fraction")
     return traces.window_starts(len(data.validation), args.val_length, args.val_windows, seed=0)
 
 
@@ -456,7 +467,8 @@ def evaluate_run(args: Args, run_dir: Path) -> pd.DataFrame:
     from experiments import evaluate
 
     agents = evaluate.run_agents(run_dir)
-    per_window, per_job = evaluate.evaluate(args.trace, agents, args.eval_windows, args.eval_length, seed=0)
+    per_window, per_job = evaluate.evaluate(args.trace, agents, args.eval_windows, args.eval_length, seed=0,
+                                            read=args.read_kwargs())
     return evaluate.write_results(run_dir / "eval", per_window, per_job,
                                   evaluate.describe(args.trace, args.eval_windows, args.eval_length, seed=0))
 
@@ -512,4 +524,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

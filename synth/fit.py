@@ -13,14 +13,17 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 import synth
-from hpcgym import machines, traces
+from hpcgym import cli, machines, traces
 
 
-def fit_model(trace: str, model: str, split: str = "train", seed: int = 0, **params):
-    """Load ``trace``, take its ``split``, fit ``model`` on it; return (model, training job table)."""
+def fit_model(trace: str, model: str, split: str = "train", seed: int = 0, read: dict | None = None, **params):
+    """Load ``trace``, take its ``split``, fit ``model`` on it; return (model, training job table).
+
+    ``read`` holds ``format``, ``machine`` and ``columns`` for :func:`hpcgym.traces.read`.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        jobs = traces.read(trace)
+        jobs = traces.read(trace, **(read or {}))
     part = traces.split(jobs, split)
     params.setdefault("max_nodes", machines.get(jobs.attrs["machine"]).nodes)
     return synth.get(model, **params).fit(part, seed=seed), part
@@ -28,18 +31,22 @@ def fit_model(trace: str, model: str, split: str = "train", seed: int = 0, **par
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m synth.fit", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(prog="python -m synth.fit", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="theta", help="bundled trace name or file (default: theta)")
+    cli.add_trace_args(ap)
     ap.add_argument("--model", default=synth.DEFAULT, choices=sorted(synth.MODELS), help="default: arrivals")
     ap.add_argument("--split", default="train", choices=["train", "all"], help="default: train (first 70%%)")
     ap.add_argument("--epochs", type=int, default=None, help="training epochs (neural models)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, required=True, help="directory to save the model in")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the fit (default: 0)")
+    ap.add_argument("--out", type=Path, required=True,
+                    help="directory to save the model in (its state is a pickle: share such folders only with "
+                         "people who trust you, and load only folders you trust)")
     args = ap.parse_args(argv)
     params = {} if args.epochs is None else {"epochs": args.epochs}
     with tqdm(total=1, desc=f"fitting {args.model} on {args.trace} [{args.split}]") as bar:
-        model, part = fit_model(args.trace, args.model, args.split, args.seed, **params)
+        read = {"format": args.format, "machine": args.machine, "columns": args.columns}
+        model, part = fit_model(args.trace, args.model, args.split, args.seed, read, **params)
         bar.update()
     model.save(args.out)
     print(f"fitted {args.model} on {len(part)} jobs in {model.fit_seconds:.1f} s; saved to {args.out}")
@@ -47,4 +54,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

@@ -25,7 +25,10 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from hpcgym import machines  # noqa: E402
+from hpcgym import (
+    cli,
+    machines,  # noqa: E402
+)
 from hpcgym import traces as tracelib  # noqa: E402
 from hpcgym.io import atomic_write
 from synth import fidelity  # noqa: E402
@@ -375,17 +378,18 @@ def write_report(results: dict[str, Any], out_dir: str | Path) -> Path:
 
 
 # ---- command line --------------------------------------------------------------------------------------------
-def load_real(spec: str, jobs: int | None = None) -> pd.DataFrame:
+def load_real(spec: str, jobs: int | None = None, **read: Any) -> pd.DataFrame:
     """The real trace: a trace file if ``spec`` is an existing path, else a bundled trace name.
 
     Args:
         spec: path or bundled name.
         jobs: keep only the first ``jobs`` jobs (chronological), if given.
+        **read: ``format``, ``machine``, ``columns`` for :func:`hpcgym.traces.read`.
 
     Returns:
         The canonical job table (with ``attrs["machine"]``).
     """
-    real = tracelib.read(spec) if Path(spec).exists() else tracelib.load(spec)
+    real = tracelib.read(spec, **read) if Path(spec).exists() else tracelib.load(spec)
     if jobs is not None and jobs < len(real):
         attrs = dict(real.attrs)
         real = real.iloc[:jobs].reset_index(drop=True)
@@ -446,8 +450,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     Returns:
         The namespace.
     """
-    p = argparse.ArgumentParser(prog="python -m synth.report", description=__doc__.split("\n")[0])
-    p.add_argument("--real", required=True, help="bundled trace name (e.g. theta) or a trace file")
+    p = cli.ArgumentParser(prog="python -m synth.report", description=__doc__.split("\n")[0])
+    p.add_argument("--real", required=True, help="bundled trace name (e.g. theta) or a trace file (read with "
+                                                 "--format/--machine/--columns)")
+    cli.add_trace_args(p)
     p.add_argument("--synthetic", required=True,
                    help="trace file (SWF/CSV), saved model directory, or model name from synth.MODELS")
     p.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
@@ -472,20 +478,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = parse_args(argv)
     try:
-        real = load_real(args.real, args.jobs)
+        real = load_real(args.real, args.jobs, format=args.format, machine=args.machine, columns=args.columns)
     except (KeyError, OSError, ValueError) as exc:
-        raise SystemExit(f"error: --real {args.real!r}: {exc}") from None
+        raise ValueError(f"--real {args.real!r}: {exc}") from None
     machines.get(real.attrs["machine"])  # fail early on a trace without a machine
     train = tracelib.split(real, "train")
     n = args.n_synthetic or len(train)
     try:
         synthetic, source = load_synthetic(args.synthetic, train, n, args.seed)
     except ValueError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise ValueError(str(exc)) from None
     results = fidelity.evaluate(real, synthetic, out_dir=args.out, seed=args.seed, progress=True, source=source)
     print(results["report"])  # noqa: T201
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from hpcgym import machines
+from hpcgym import cli, machines
 from hpcgym.io import write_table
 from hpcgym.machines import Machine
 from hpcgym.traces import write_swf
@@ -65,4 +65,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main))

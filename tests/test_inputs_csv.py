@@ -1,5 +1,6 @@
 """Real-world inputs: bad values in CSV traces, generic CSV layouts, machine specs and the CLIs' one-line errors."""
 
+import gzip
 import subprocess
 import sys
 import warnings
@@ -270,3 +271,15 @@ def test_cli_run_keeps_tracebacks_of_bugs(capsys):
     assert cli.run(lambda argv: None) == 0
     with pytest.raises(EmptyTraceError, match="no valid jobs"):
         raise EmptyTraceError("f.csv", {"run <= 0": 2})
+
+
+def test_alcf_csv_machine_comes_from_the_name_or_a_warning(tmp_path):
+    head = gzip.decompress((Path(traces.__file__).parent.parent / "data" / "data_mira.csv.gz").read_bytes())
+    rows = head.decode().splitlines()[:50]
+    named = tmp_path / "data_mira_part.csv"
+    named.write_text("\n".join(rows) + "\n")
+    assert machines.get(traces.read(named).attrs["machine"]).name == "mira"
+    anonymous = tmp_path / "cluster.csv"
+    anonymous.write_text("\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match="does not say which machine"):
+        traces.read(anonymous)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 import functools
+import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,4 +174,20 @@ def read(
         return read_csv_table(path, columns, machine=mach, on_invalid=on_invalid)
     if fmt == "swf":
         return read_swf(path, machine=mach, on_invalid=on_invalid)
-    return _READERS[fmt](path, machine=mach or ("mustang" if fmt == "mustang" else "theta"), on_invalid=on_invalid)
+    return _READERS[fmt](path, machine=mach or _default_machine(path, fmt), on_invalid=on_invalid)
+
+
+def _default_machine(path: str | Path, fmt: str) -> str:
+    """The machine of a CSV log read without ``machine=``.
+
+    It is the catalog machine the file's name names, else the format's own, with a warning (ALCF's CSVs do not say
+    which machine they come from).
+    """
+    default = "mustang" if fmt == "mustang" else "theta"
+    words = set(re.split(r"[^a-z0-9]+", Path(path).name.lower()))
+    named = sorted(words & {"theta", "mira", "mustang"})
+    if len(named) == 1:
+        return named[0]
+    warnings.warn(f"{path}: the file does not say which machine it comes from; reading it for {default}. Pass "
+                  "machine= (--machine NAME|NODES[xCORES]) if it is another", stacklevel=3)
+    return default

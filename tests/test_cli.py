@@ -1,0 +1,74 @@
+"""Every command-line tool: a user's mistake is one ``error:`` line and exit 2; files are written atomically."""
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpcgym import io
+
+REPO = Path(__file__).resolve().parents[1]
+
+BAD = [
+    (["hpcgym.traces", "info", "sdsc-sp3"], "did you mean"),
+    (["baselines.run", "--trace", "nosuch"], "unknown trace"),
+    (["synth.fit", "--trace", "nosuch", "--out", "x"], "unknown trace"),
+    (["synth.sample", "--model", "/nonexistent", "--jobs", "5", "--out", "x.swf"], "nonexistent"),
+    (["synth.report", "--real", "nosuch", "--synthetic", "arrivals", "--out", "x"], "nosuch"),
+    (["experiments.train", "--machine", "12x0"], "positive"),
+    (["experiments.train", "--run-name", "never-trained", "--resume", "--runs-dir", "/nonexistent"], "no run"),
+    (["experiments.evaluate", "--model", "/nonexistent"], "no such file"),
+    (["experiments.compare", "/nonexistent"], "no such file"),
+    (["experiments.seeds", "/nonexistent", "--out", "x"], "no such file"),
+    (["experiments.sweep", "--backend", "slurm"], "invalid choice"),
+    (["experiments.recipe_sweep", "--variants", "best"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv, needle", BAD, ids=[b[0][0] + "-" + b[0][1] for b in BAD])
+def test_user_errors_are_one_line(argv, needle, tmp_path):
+    done = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    lines = [line for line in done.stderr.splitlines() if line.strip() and "it/s" not in line]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and lines[-1].startswith("error:"), done.stderr[-2000:]
+    assert needle in lines[-1].lower(), lines[-1]
+
+
+def test_headerless_swf_needs_and_takes_a_machine(tmp_path):
+    body = [line for line in gzip.decompress((REPO / "hpcgym/data/lublin_256.swf.gz").read_bytes()).decode()
+            .splitlines() if line.strip() and not line.startswith(";")][:200]
+    path = tmp_path / "headerless.swf"
+    path.write_text("\n".join(body) + "\n")
+    info = [sys.executable, "-m", "hpcgym.traces", "info", str(path)]
+    bad = subprocess.run(info, capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "machine" in bad.stderr.lower()
+    good = subprocess.run([*info, "--machine", "256"], capture_output=True, text=True, cwd=REPO)
+    assert good.returncode == 0 and "200" in good.stdout, good.stderr
+
+
+@pytest.mark.parametrize("name", ["sdsc-sp2", "hpc2n", "lublin-256", "theta-2022"])
+def test_traces_info_reads_every_bundled_swf_log(name):
+    done = subprocess.run([sys.executable, "-m", "hpcgym.traces", "info", name], capture_output=True, text=True,
+                          cwd=REPO)
+    assert done.returncode == 0 and "offered load" in done.stdout, done.stderr[-2000:]
+
+
+def test_atomic_writes_keep_the_umask_and_leave_nothing_behind(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = io.write_text(tmp_path / "a" / "b.txt", "hello")
+    finally:
+        os.umask(old)
+    assert path.read_text() == "hello" and (path.stat().st_mode & 0o777) == 0o644
+
+    def broken(tmp):
+        tmp.write_text("half")
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        io.atomic_write(path, broken)
+    assert path.read_text() == "hello" and sorted(p.name for p in path.parent.iterdir()) == ["b.txt"]
