@@ -165,13 +165,15 @@ def apply_invalid_policy(
         detail = name if name != "nodes > machine" else f"{df['nodes'].iat[first]} nodes > {max_nodes}"
         raise InvalidJobError(path, line, INVALID_REASONS[name], f"job {df['job_id'].iat[first]}: {detail}")
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
-    summary = ", ".join(f"{n} {r}" for r, n in counts.items())
-    warnings.warn(
-        f"{path}: dropped {int(bad.sum())} invalid jobs of {len(df)} ({summary}). "
-        'Pass on_invalid="error" to stop at the first one.',
-        stacklevel=3,
-    )
+    warn_dropped(path, counts, len(df), stacklevel=4)
     return df.loc[~bad], counts
+
+
+def warn_dropped(path: object, counts: dict[str, int], total: int, stacklevel: int = 3) -> None:
+    """The one warning a reader gives about the invalid jobs it dropped, with their counts by reason."""
+    summary = ", ".join(f"{n} {r}" for r, n in counts.items())
+    warnings.warn(f"{path}: dropped {sum(counts.values())} invalid jobs of {total} ({summary}). "
+                  'Pass on_invalid="error" to stop at the first one.', stacklevel=stacklevel)
 
 
 def validate(df: pd.DataFrame, max_nodes: int | None = None) -> None:

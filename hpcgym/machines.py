@@ -153,7 +153,8 @@ def register(machine: Machine, overwrite: bool = False) -> None:
     CATALOG[machine.name] = machine
 
 
-def _header_int(header: dict[str, Any], key: str) -> int | None:
+def header_int(header: dict[str, Any], key: str) -> int | None:
+    """A positive whole number from an SWF header field (``MaxNodes``, ``MaxProcs``, ...), else None."""
     try:
         value = int(str(header.get(key, "")).split()[0])
     except (ValueError, IndexError):
@@ -167,7 +168,7 @@ def from_swf_header(header: dict[str, Any], name: str | None = None) -> Machine:
     When both are given and ``MaxProcs`` is a multiple of ``MaxNodes`` the node has that many cores; otherwise a
     node is one processor, and the machine's ``description`` says so (:func:`mixed_node_note`).
     """
-    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    max_nodes, max_procs = header_int(header, "MaxNodes"), header_int(header, "MaxProcs")
     if max_nodes is None and max_procs is None:
         raise ValueError("the SWF header has neither MaxNodes nor MaxProcs; pass machine= explicitly")
     label = name or str(header.get("Installation") or header.get("Computer") or "swf-machine").strip()
@@ -184,7 +185,7 @@ def mixed_node_note(header: dict[str, Any] | None) -> str | None:
     :func:`from_swf_header` then maps one node per processor; the sentence says how to give the mapping instead.
     """
     header = header or {}
-    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    max_nodes, max_procs = header_int(header, "MaxNodes"), header_int(header, "MaxProcs")
     if not (max_nodes and max_procs) or max_procs % max_nodes == 0:
         return None
     low = max(max_procs // max_nodes, 1)

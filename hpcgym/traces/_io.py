@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,12 +193,7 @@ def _apply_policy(df, max_nodes: int, on_invalid: str, path: str | Path, lines: 
         raise InvalidJobError(path, int(lines[first]), f.field,
                               f"job {df['job_id'].iat[first]}: {f.reason}: {f.text[first]!r}, expected {f.limit}")
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
-    summary = ", ".join(f"{n} {r}" for r, n in counts.items())
-    warnings.warn(
-        f"{path}: dropped {int(bad.sum())} invalid jobs of {len(df)} ({summary}). "
-        'Pass on_invalid="error" to stop at the first one.',
-        stacklevel=4,
-    )
+    jobs.warn_dropped(path, counts, len(df), stacklevel=5)
     return df.loc[~bad], counts
 
 

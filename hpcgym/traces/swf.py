@@ -38,7 +38,7 @@ import pandas as pd
 
 from hpcgym import jobs
 from hpcgym.errors import TraceFormatError
-from hpcgym.machines import Machine, from_swf_header, get
+from hpcgym.machines import Machine, from_swf_header, get, header_int
 from hpcgym.traces._io import atomic_write_bytes, finish, integral, read_bytes
 
 FIELDS: tuple[str, ...] = (
@@ -169,14 +169,6 @@ def _parse_numbers(path: str | Path, data: list[bytes], numbers: np.ndarray) -> 
     return table
 
 
-def _header_int(header: dict[str, Any], key: str) -> int | None:
-    try:
-        value = int(str(header.get(key, "")).split()[0])
-    except (ValueError, IndexError):
-        return None
-    return value if value > 0 else None
-
-
 def _resolve_machine(machine: str | Machine | None, header: dict[str, Any], path: str | Path) -> Machine:
     if machine is not None:
         return get(machine)
@@ -190,7 +182,7 @@ def _resolve_machine(machine: str | Machine | None, header: dict[str, Any], path
 
 def _header_conflict(header: dict[str, Any], mach: Machine, path: str | Path) -> str | None:
     """A message if the header's machine maps processors onto nodes differently from ``mach``, else ``None``."""
-    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    max_nodes, max_procs = header_int(header, "MaxNodes"), header_int(header, "MaxProcs")
     procs = max_procs or max_nodes
     if procs is None:
         return None
