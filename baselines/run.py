@@ -24,7 +24,6 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -47,8 +46,7 @@ def draw_windows(jobs: pd.DataFrame, length: int | None, count: int, seed: int) 
         raise ValueError(f"--window and --windows must be at least 1, not {length} and {count}")
     if length > len(jobs):
         raise ValueError(f"--window {length} is longer than the trace ({len(jobs)} jobs)")
-    starts = np.random.default_rng(seed).integers(0, len(jobs) - length + 1, size=count)
-    return [traces.window(jobs, length, start=int(s)) for s in starts]
+    return [traces.window(jobs, length, start=s) for s in traces.window_starts(len(jobs), length, count, seed)]
 
 
 def run_grid(windows: list[pd.DataFrame], machine: machines.Machine, policies: Sequence[str],
@@ -74,7 +72,6 @@ def run_grid(windows: list[pd.DataFrame], machine: machines.Machine, policies: S
     return pd.DataFrame(rows), pd.concat(recs, ignore_index=True)
 
 
-write_atomic = write_table  # the name this module's callers knew
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -141,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{jobs.attrs.get('name', args.trace)} [{args.split}] on {machine.name} ({machine.nodes} nodes), {scope}")
     print(format_table(table))
     if args.out:
-        write_atomic(recs, args.out)
+        write_table(recs, args.out)
         print(f"per-job records: {args.out} ({len(recs)} rows)")
     return 0
 

@@ -47,11 +47,6 @@ class Agent:
     kind: str = "agent"
 
 
-def window_starts(n_jobs: int, length: int, count: int, seed: int) -> list[int]:
-    """``count`` window starts drawn once from ``seed`` (:func:`hpcgym.traces.window_starts`)."""
-    return traces.window_starts(n_jobs, length, count, seed)
-
-
 def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequence[int], length: int,
                    backfills: Sequence[str] = HEURISTIC_BACKFILLS) -> list[pd.DataFrame]:
     """Per-job records of every heuristic x backfill mode on every window."""
@@ -167,7 +162,7 @@ def evaluate(trace: str, agents: dict[str, Agent], windows: int = 20, length: in
         real = traces.read(trace, **(read or {}))
     machine = machines.get(real.attrs["machine"])
     test = traces.split(real, "test")
-    starts = window_starts(len(test), length, windows, seed)
+    starts = traces.window_starts(len(test), length, windows, seed)
     recs = run_heuristics(test, machine, starts, length)
     for label, agent in tqdm(agents.items(), desc="agents", disable=not progress):
         recs += [r.assign(backfill=agent.backfill) for r in run_agent(agent, label, real, machine, starts, length)]

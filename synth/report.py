@@ -42,13 +42,12 @@ IMAGES = {"marginals": "marginals.png", "correlation": "correlation.png", "hourl
 def _save(fig: Any, path: Path) -> Path:
     """Save a figure as PNG through a temporary file and a rename, then close it."""
     try:
-        _atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
     finally:
         plt.close(fig)
     return path
 
 
-_atomic = atomic_write  # hpcgym.io's: temporary file, then rename
 
 
 def _ecdf(ax: Any, values: np.ndarray, label: str, color: str) -> None:
@@ -373,7 +372,7 @@ def write_report(results: dict[str, Any], out_dir: str | Path) -> Path:
     plot_scheduling(results, out / IMAGES["scheduling"])
     path = out / "report.md"
     text = render_markdown(results)
-    _atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     return path
 
 
