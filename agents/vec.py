@@ -8,6 +8,7 @@ Episode ends carry SB3's ``terminal_observation`` and the single environment's f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,7 +58,8 @@ class HpcgymVecEnv(VecEnv):
         obs, reward, terminated, truncated, step_info = self.venv.step(self._actions)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for i, info in self.venv.final_infos.items():
-            infos[i] = {**info, "terminal_observation": step_info["final_obs"][i], "TimeLimit.truncated": False}
+            infos[i] = {**info, "terminal_observation": step_info["final_obs"][i], "TimeLimit.truncated": False,
+                        "compare_json": json.dumps(info["compare"])}  # a JSON column for VecMonitor's CSV
         return obs, reward.astype(np.float32), terminated | truncated, infos
 
     def close(self) -> None:

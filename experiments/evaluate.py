@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -108,11 +109,26 @@ def describe(trace: str, windows: int, length: int, seed: int) -> str:
             "the backfilling they trained with (column 'backfill')")
 
 
+def identical_rows(per_window: pd.DataFrame) -> list[str]:
+    """Footnotes for heuristics whose rows with and without backfilling are the same on every window."""
+    notes = []
+    heuristics = per_window[per_window["kind"] == "heuristic"]
+    for name in sorted({s.split("+")[0] for s in heuristics["scheduler"]}):
+        rows = [heuristics[heuristics["scheduler"] == f"{name}+{b}"].sort_values("window")["bsld"].to_numpy()
+                for b in HEURISTIC_BACKFILLS]
+        if all(len(r) for r in rows) and all(np.array_equal(rows[0], r) for r in rows[1:]):
+            notes.append(f"{name}+none and {name}+easy are identical on every window: backfilling never started a "
+                         f"job early under {name} here (not a copying error).")
+    return notes
+
+
 def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, description: str = "") -> pd.DataFrame:
     """Write ``per_window.csv``, ``per_job.csv``, ``summary.csv`` and ``summary.md`` to ``out``; return the summary."""
     table = summary(per_window)
     for name, df in (("per_window", per_window), ("per_job", per_job), ("summary", table)):
         write_csv(df, out / f"{name}.csv")
+    notes = identical_rows(per_window)
+    description = "\n".join([description, *(f"Note: {n}" for n in notes)]) if notes else description
     table.attrs["description"] = description
     (out / "summary.md").write_text(format_summary(table, description) + "\n")
     return table

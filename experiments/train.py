@@ -305,9 +305,9 @@ def make_env(args: Args, data: Data, workload: Any, run_dir: Path) -> Any:
 
     venv = SchedulingVectorEnv(args.envs, workload=workload, window=args.window, split="all", reward=args.reward,
                                baseline=args.baseline or None, compare_with=("fcfs",), **env_kwargs(args, data))
-    env = VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare",))
+    env = VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare_json",))
     env.results_writer = ResultsWriter(str(run_dir / "monitor.csv"), header={"t_start": env.t_start},
-                                       extra_keys=("compare",), override_existing=not args.resume)
+                                       extra_keys=("compare_json",), override_existing=not args.resume)
     env.seed(args.seed)
     return env
 

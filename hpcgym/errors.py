@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 import difflib
+import sys
+import warnings
 from collections.abc import Iterable
+from pathlib import Path
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first caller outside hpcgym (the user's line, not a reader's internals)."""
+    level, frame = 2, sys._getframe(1)  # level 2: the caller of this function
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)
 
 
 class HpcgymError(Exception):

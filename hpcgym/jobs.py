@@ -26,7 +26,6 @@ The table's ``attrs`` carry the metadata: ``name``, ``machine`` (a :class:`~hpcg
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -34,6 +33,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from hpcgym import errors
 from hpcgym.errors import InvalidJobError
 
 OnInvalid = Literal["drop", "error"]
@@ -165,15 +165,15 @@ def apply_invalid_policy(
         detail = name if name != "nodes > machine" else f"{df['nodes'].iat[first]} nodes > {max_nodes}"
         raise InvalidJobError(path, line, INVALID_REASONS[name], f"job {df['job_id'].iat[first]}: {detail}")
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
-    warn_dropped(path, counts, len(df), stacklevel=4)
+    warn_dropped(path, counts, len(df))
     return df.loc[~bad], counts
 
 
-def warn_dropped(path: object, counts: dict[str, int], total: int, stacklevel: int = 3) -> None:
+def warn_dropped(path: object, counts: dict[str, int], total: int) -> None:
     """The one warning a reader gives about the invalid jobs it dropped, with their counts by reason."""
     summary = ", ".join(f"{n} {r}" for r, n in counts.items())
-    warnings.warn(f"{path}: dropped {sum(counts.values())} invalid jobs of {total} ({summary}). "
-                  'Pass on_invalid="error" to stop at the first one.', stacklevel=stacklevel)
+    errors.warn(f"{path}: dropped {sum(counts.values())} invalid jobs of {total} ({summary}). "
+                'Pass on_invalid="error" to stop at the first one.')
 
 
 def validate(df: pd.DataFrame, max_nodes: int | None = None) -> None:

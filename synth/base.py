@@ -23,8 +23,10 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import jobs as jobtable
+from hpcgym import machines
 from hpcgym.errors import DependencyNotInstalled
 from hpcgym.io import write_text
+from hpcgym.machines import Machine
 from synth import features, postprocess
 
 MANIFEST = "manifest.json"
@@ -107,7 +109,26 @@ class Synthesizer:
         out = features.to_jobs(table, self.unix_start_time, name=f"{self.name}-synthetic",
                                cores_per_node=self.cores_per_node)
         out.attrs["postprocess"] = counts
+        if self.max_nodes:
+            out.attrs["machine"] = self.machine.name
         return out
+
+    @property
+    def machine(self) -> Machine:
+        """The machine the model was fitted for.
+
+        It is the catalog entry of its size and node shape, else one built from them and registered, so that
+        ``machines.get(sample.attrs["machine"])`` works.
+        """
+        if not self.max_nodes:
+            raise ValueError(f"{self.name}: the model records no machine size (max_nodes); pass --machine")
+        nodes, cores = int(self.max_nodes), int(self.cores_per_node or 1)
+        for mach in machines.CATALOG.values():
+            if mach.nodes == nodes and mach.cores_per_node == cores:
+                return mach
+        mach = Machine(f"{self.name}-{nodes}x{cores}", nodes, cores, source=f"the {self.name} synthesizer's machine")
+        machines.CATALOG.setdefault(mach.name, mach)
+        return mach
 
     def save(self, path: str | Path) -> Path:
         """Write the model to a directory (manifest + backend files)."""

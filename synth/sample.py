@@ -22,14 +22,8 @@ from synth.base import Synthesizer
 
 
 def model_machine(model: Synthesizer) -> Machine:
-    """The machine a model was fitted for: the catalog entry of its size and node shape, else one built from it."""
-    if not model.max_nodes:
-        raise ValueError(f"{model.name}: the model records no machine size (max_nodes); pass --machine")
-    nodes, cores = int(model.max_nodes), int(model.cores_per_node or 1)
-    for mach in machines.CATALOG.values():
-        if mach.nodes == nodes and mach.cores_per_node == cores:
-            return mach
-    return Machine(f"{model.name}-model", nodes, cores, source=f"the {model.name} synthesizer's machine")
+    """The machine a model was fitted for (:attr:`synth.base.Synthesizer.machine`)."""
+    return model.machine
 
 
 def main(argv: Sequence[str] | None = None) -> int:

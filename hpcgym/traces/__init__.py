@@ -11,14 +11,13 @@ from __future__ import annotations
 import errno
 import functools
 import re
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from hpcgym import machines
+from hpcgym import errors, machines
 from hpcgym.errors import TraceFormatError, UnknownMachineError
 from hpcgym.jobs import OnInvalid
 from hpcgym.machines import Machine
@@ -188,6 +187,6 @@ def _default_machine(path: str | Path, fmt: str) -> str:
     named = sorted(words & {"theta", "mira", "mustang"})
     if len(named) == 1:
         return named[0]
-    warnings.warn(f"{path}: the file does not say which machine it comes from; reading it for {default}. Pass "
-                  "machine= (--machine NAME|NODES[xCORES]) if it is another", stacklevel=3)
+    errors.warn(f"{path}: the file does not say which machine it comes from; reading it for {default}. Pass "
+                "machine= (--machine NAME|NODES[xCORES]) if it is another")
     return default

@@ -193,7 +193,7 @@ def _apply_policy(df, max_nodes: int, on_invalid: str, path: str | Path, lines: 
         raise InvalidJobError(path, int(lines[first]), f.field,
                               f"job {df['job_id'].iat[first]}: {f.reason}: {f.text[first]!r}, expected {f.limit}")
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
-    jobs.warn_dropped(path, counts, len(df), stacklevel=5)
+    jobs.warn_dropped(path, counts, len(df))
     return df.loc[~bad], counts
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import jobs
-from hpcgym.errors import TraceFormatError
+from hpcgym.errors import TraceFormatError, warn
 from hpcgym.machines import Machine, from_swf_header, get, header_int
 from hpcgym.traces._io import atomic_write_bytes, finish, integral, read_bytes
 
@@ -278,7 +278,7 @@ def read_swf(
     mach = _resolve_machine(machine, header, path)
     conflict = _header_conflict(header, mach, path) if machine is not None else None
     if conflict:
-        warnings.warn(conflict, UserWarning, stacklevel=2)
+        warn(conflict)
     table = _parse_numbers(path, data, numbers)
     df = _to_table(table, mach)
     try:
@@ -305,7 +305,7 @@ def read_swf(
     if codes:
         notes.append(_status_note(codes))
     if notes:
-        warnings.warn(f"{path}: " + " ".join(notes), UserWarning, stacklevel=2)
+        warn(f"{path}: " + " ".join(notes))
     out.attrs["status_codes"] = codes
     return out
 
