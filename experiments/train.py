@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m experiments.train --workload synthetic            # the defaults: Theta, EASY, PPO, a few minutes
+    python -m experiments.train --workload synthetic            # the defaults: Theta, EASY, PPO, about a minute
     python -m experiments.train --workload synthetic --seeds 0 1 2 3 4 --jobs 2   # five seeds and their table
     python -m experiments.train --workload real --trace sdsc-sp2 --backfill none
     python -m experiments.train --workload synthetic --synthesizer tvae --algo dqn
@@ -140,7 +140,8 @@ def _parser() -> argparse.ArgumentParser:
             ap.add_argument(flag, type=int, nargs="+", default=[], help=f.metadata["help"])
         else:
             kind = {"int": int, "float": float}.get(str(f.type), str)
-            ap.add_argument(flag, type=kind, default=f.default, help=f"{f.metadata['help']} (default: {f.default})")
+            shown = f" (default: {f.default})" if f.default != "" else ""
+            ap.add_argument(flag, type=kind, default=f.default, help=f"{f.metadata['help']}{shown}")
     return ap
 
 

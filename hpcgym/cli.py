@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -58,8 +59,22 @@ class UsageError(HpcgymError):
     """A bad command line (unknown flag, bad flag value), raised by :class:`ArgumentParser`."""
 
 
+def plain(text: str | None) -> str | None:
+    """Docstring markup made readable in a terminal: ``code`` and :role:`target` become `code` and target."""
+    if text is None:
+        return None
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "`")
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line through :func:`run`)."""
+    """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line through :func:`run`).
+
+    Its description (usually the module docstring) is shown without reStructuredText markup.
+    """
+
+    def __init__(self, *args, description: str | None = None, **kwargs) -> None:
+        super().__init__(*args, description=plain(description), **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Raise :class:`UsageError` instead of printing the usage block and exiting."""

@@ -1,4 +1,4 @@
-"""Per-job records and the metrics of a schedule (DESIGN.md, "Metrics").
+"""Per-job records and the metrics of a schedule (docs/definitions.md, "Metrics").
 
 A record table has one row per job: ``job_id, submit, start, end, wait, run, walltime, nodes, bsld`` where
 ``run`` is the time the job actually held its nodes (``min(run, walltime)`` when killed at its walltime).

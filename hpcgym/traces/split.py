@@ -1,4 +1,4 @@
-"""Chronological train/test splits and job windows (the episode protocol of DESIGN.md)."""
+"""Chronological train/test splits and job windows (the protocol: docs/protocol.md)."""
 
 from __future__ import annotations
 
