@@ -103,6 +103,7 @@ class Args:
                                                           "checkpoint, with the run's saved settings"})
     overwrite: bool = field(default=False, metadata={"help": "delete an existing run folder of this name first"})
     threads: int = field(default=1, metadata={"help": "torch threads (1 is fastest for these tiny networks)"})
+    quiet: bool = field(default=False, metadata={"help": "no progress output (results and errors only)"})
 
     def read_kwargs(self) -> dict[str, Any]:
         """How to read the trace (:func:`hpcgym.traces.read`'s ``format``, ``machine``, ``columns``)."""
@@ -120,7 +121,7 @@ class Args:
 
 
 #: Flags a resumed run may change (the others must match the run's saved ``args.json``).
-RESUMABLE = {"timesteps", "resume", "overwrite", "runs_dir", "run_name", "threads", "jobs", "eval_windows",
+RESUMABLE = {"timesteps", "resume", "overwrite", "runs_dir", "run_name", "threads", "jobs", "quiet", "eval_windows",
              "eval_length"}
 
 
@@ -445,10 +446,12 @@ def _train(args: Args, run_dir: Path) -> Path:
             validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}
     callbacks = [AtomicCheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run_dir / "checkpoints"),
                                           "model", save_replay_buffer=args.algo == "dqn"),
-                 SchedulingMetricsCallback(), ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0)),
+                 SchedulingMetricsCallback(),
                  HyperparametersCallback(dataclasses.asdict(args))]
     if validation is not None:
         callbacks.append(validation)
+    if not args.quiet:
+        callbacks.append(ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0)))
     model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
                 reset_num_timesteps=model.num_timesteps == 0, tb_log_name="run")
     save_atomic(model, run_dir / "last.zip")
@@ -469,7 +472,7 @@ def evaluate_run(args: Args, run_dir: Path) -> pd.DataFrame:
 
     agents = evaluate.run_agents(run_dir)
     per_window, per_job = evaluate.evaluate(args.trace, agents, args.eval_windows, args.eval_length, seed=0,
-                                            read=args.read_kwargs())
+                                            read=args.read_kwargs(), progress=not args.quiet)
     return evaluate.write_results(run_dir / "eval", per_window, per_job,
                                   evaluate.describe(args.trace, args.eval_windows, args.eval_length, seed=0))
 
