@@ -220,3 +220,18 @@ def test_step_after_the_end_says_so():
         _, _, done, _, _ = env.step(0)
     with pytest.raises(ValueError, match="call reset"):
         env.step(0)
+
+
+def test_the_toy_fixture_env_runs_an_episode_checkably():
+    from hpcgym.testing import toy_env
+
+    env = toy_env(backfill="easy")
+    obs, info = env.reset(seed=0)
+    steps, done = 0, info["done"]
+    while not done:
+        obs, reward, done, _, info = env.step(0)  # always the oldest waiting job: FCFS
+        steps += 1
+    rec = pd.DataFrame(info["records"])
+    assert len(rec) == 16 and (rec["start"] >= rec["submit"]).all() and steps >= 1
+    expected = start_times(env.jobs, 4, priorities.FCFS, "easy")  # FCFS head + FCFS scan == the batch schedule
+    assert np.array_equal(rec["start"].to_numpy(), expected)
