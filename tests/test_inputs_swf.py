@@ -166,7 +166,7 @@ KEEP = ("submit", "run", "walltime", "nodes")
 
 
 @pytest.mark.parametrize("nodes, cores, machine, expect", [
-    (100, 3, None, "lublin-model"),  # no catalog machine of that shape: one built from the model
+    (100, 3, None, "lublin-100x3"),  # no catalog machine of that shape: one built from the model
     (4392, 64, None, "theta"),       # the shape of Theta (ALCF CSV, 64 cores per node): the catalog's Theta
     (4392, 64, "theta", "theta"),
     (100, 3, "mira", "mira"),
@@ -182,7 +182,7 @@ def test_sampled_swf_rereads_without_machine(tmp_path, capsys, nodes, cores, mac
     back = _read_quietly(out)  # no machine=: the header describes it
     assert _columns(back, KEEP) == _columns(expected, KEEP)
     assert back.attrs["machine"].nodes == int(header["MaxNodes"])
-    named = _read_quietly(out, machine=expect) if expect != "lublin-model" else back  # and no header conflict
+    named = _read_quietly(out, machine=expect) if expect != "lublin-100x3" else back  # and no header conflict
     assert _columns(named, KEEP) == _columns(expected, KEEP)
 
 
