@@ -1,0 +1,99 @@
+"""The documentation site: it builds with ``mkdocs build --strict``, and what it says matches the code."""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PACKAGES = ("hpcgym", "synth", "agents", "baselines", "experiments", "benchmarks", "tests")
+INSTALL = 'the docs tools are not installed: pip install -e ".[docs]" (mkdocs and mkdocstrings-python)'
+
+
+def _require_docs_tools() -> None:
+    """Fail (never skip) without mkdocs: CI installs the ``[docs]`` extra, so a missing tool is a broken setup."""
+    missing = [m for m in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers") if importlib.util.find_spec(m) is None]
+    if not missing and importlib.util.find_spec("mkdocstrings_handlers.python") is None:
+        missing.append("mkdocstrings-python")
+    if missing:
+        pytest.fail(f"{INSTALL}; missing: {', '.join(missing)}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built once from the repository root, strictly, into a temporary folder."""
+    _require_docs_tools()
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
+    return out
+
+
+def _text(page: Path) -> str:
+    """A built page's visible text, with whitespace collapsed."""
+    raw = re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))
+    return " ".join(html.unescape(raw).split())
+
+
+def test_site_builds_strict_and_every_page_is_there(site: Path) -> None:
+    for page in ("index", "protocol/index", "definitions/index", "simulation/index", "cli/index", "results/index",
+                 "benchmarks/index", "api/env/index", "api/sim/index", "api/data/index", "api/synth/index",
+                 "api/agents/index"):
+        assert (site / f"{page}.html").is_file(), f"{page}.html is missing from the built site"
+
+
+def test_api_page_renders_the_environment_docstring(site: Path) -> None:
+    from hpcgym.env import SchedulingEnv
+
+    text = _text(site / "api" / "env" / "index.html")
+    doc = inspect.getdoc(SchedulingEnv)
+    assert "SchedulingEnv" in text
+    summary = doc.splitlines()[0]
+    assert summary in text, f"the API page lacks the SchedulingEnv docstring's summary {summary!r}"
+    # A sentence from the body: the whole docstring is rendered, not just its first line.
+    body = " ".join(doc.split("## Episode end", 1)[1].split("##", 1)[0].split())
+    assert body in text, f"the API page lacks the SchedulingEnv docstring's 'Episode end' section {body!r}"
+
+
+def test_pages_the_code_cites_exist() -> None:
+    """Docstrings and help texts cite ``docs/<page>.md``: every cited page is in the repository and in the nav."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    cited: dict[str, str] = {}
+    design = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path.resolve() == Path(__file__).resolve():
+                continue
+            source = path.read_text(encoding="utf-8")
+            design += [str(path.relative_to(ROOT))] if "DESIGN.md" in source else []
+            for page in re.findall(r"docs/([\w/-]+\.md)", source):
+                cited.setdefault(page, str(path.relative_to(ROOT)))
+    assert cited, "no .py file cites a docs page: has the citation pattern changed?"
+    for page, where in cited.items():
+        assert (DOCS / page).is_file(), f"{where} cites docs/{page}, which does not exist"
+        assert page in nav, f"{where} cites docs/{page}, which is not in mkdocs.yml's nav"
+    assert not design, f"{design} cite DESIGN.md, which is not in the repository: cite a page of docs/ instead"
+
+
+def test_cli_reference_lists_every_flag_of_every_tool() -> None:
+    """docs/cli.md's help blocks have the flags the tools have now (regenerate with ``python docs/gen_cli.py``)."""
+    spec = importlib.util.spec_from_file_location("gen_cli", DOCS / "gen_cli.py")
+    gen_cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_cli)
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    documented = set(gen_cli.blocks(text))
+    tools = {"hpcgym.traces", "baselines.run", "synth.fit", "synth.sample", "synth.report", "experiments.train",
+             "experiments.evaluate", "experiments.compare", "experiments.seeds", "experiments.sweep",
+             "experiments.recipe_sweep"}
+    assert tools <= documented, f"docs/cli.md has no help block for {sorted(tools - documented)}"
+    diffs = gen_cli.differences(text)
+    assert not diffs, "docs/cli.md is out of date; run `python docs/gen_cli.py`:\n" + "\n".join(diffs)
