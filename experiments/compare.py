@@ -108,7 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         ap.exit(2, f"error: {exc}\n")
     table = tstr_table(windows)
-    text = table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    trace = json.loads((args.runs[0] / "args.json").read_text())["trace"]
+    backfills = sorted({json.loads((r / "args.json").read_text()).get("backfill", "none") for r in args.runs})
+    head = (f"{trace}, test split (last 30%), {windows['window'].nunique()} windows per run; agents' backfill "
+            f"{'/'.join(backfills)}, reference {REFERENCE}; mean bounded slowdown over windows with a 95% bootstrap CI")
+    text = head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if windows.groupby("trained_on")["run"].nunique().max() > 1:
         text += "\n\nacross seeds (one value per run: its mean bsld over the windows)\n"
         text += across_seeds(windows).to_string(index=False, float_format=lambda v: f"{v:,.3f}")

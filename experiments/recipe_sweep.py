@@ -118,6 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                       ignore_index=True)
     runs.to_csv(args.out / "runs.csv", index=False)
     table.to_csv(args.out / "summary.csv", index=False)
+    from experiments import train
+
+    probe = train.parse_args(argvs[0])
+    print(f"{probe.trace}, validation part (last {probe.val_fraction:.0%} of the train split), {probe.val_windows} "
+          f"windows x {probe.val_length} jobs, backfill {probe.backfill}; per variant, the seeds' validation bsld of "
+          "the kept network (lower is better)")
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
     return 0
 
