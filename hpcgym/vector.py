@@ -30,7 +30,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from hpcgym import observation
-from hpcgym.env import SchedulingEnv, episode_info
+from hpcgym.env import SchedulingEnv
 from hpcgym.sim import core
 from hpcgym.sim.engine import Buffers
 
@@ -119,8 +119,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)
             final_obs[i] = self._obs[i].copy()
-            info = {"time": env.sim.now, "waiting": 0, "decisions": int(self._decisions[i]), "done": True,
-                    **episode_info(result, env._window.start_row)}
+            info = env._info(result)  # the single env's final info, word for word
             self.final_infos[int(i)] = info
             final_info = self._add_info(final_info, info, i)
             env.reset()

@@ -16,14 +16,8 @@ from pathlib import Path
 
 from hpcgym import cli, machines
 from hpcgym.io import write_table
-from hpcgym.machines import Machine
 from hpcgym.traces import write_swf
 from synth.base import Synthesizer
-
-
-def model_machine(model: Synthesizer) -> Machine:
-    """The machine a model was fitted for (:attr:`synth.base.Synthesizer.machine`)."""
-    return model.machine
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     model = Synthesizer.load(args.model)
     try:
-        mach = machines.get(args.machine) if args.machine else model_machine(model)
+        mach = machines.get(args.machine) if args.machine else model.machine
     except (KeyError, ValueError) as exc:
         ap.error(str(exc))
     jobs = model.sample(args.jobs, seed=args.seed)
