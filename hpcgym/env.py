@@ -21,6 +21,7 @@ from hpcgym.sim.core import Backfill
 from hpcgym.sim.engine import FCFS_ORDER, Buffers
 from hpcgym.sim.policy import score
 from hpcgym.workload import EpisodeSource, Window, check_fits
+from hpcgym.workload import factory as workload_factory
 
 #: Windows that need no decision are redrawn at most this many times in a row.
 MAX_REDRAWS = 100
@@ -105,9 +106,10 @@ class SchedulingEnv(gym.Env):
     ## Arguments
     - ``machine``: catalog name or :class:`~hpcgym.machines.Machine`.
     - ``workload``: a bundled trace name, a trace path, a job table, ``"synthetic"``, a ``"module:attribute"``
-      string, or any object with ``sample(n_jobs, seed)``. ``"synthetic"`` fits hpcgym's arrival-aware generator
-      (:mod:`synth.arrivals`) on the train split of the machine's bundled trace; for a machine without one
-      (Trinity) it is the Lublin-Feitelson model scaled to the machine (:mod:`synth.lublin`).
+      string, or any object with ``sample(n_jobs, seed)``. ``"synthetic"`` is the workload registered under that
+      name (:mod:`hpcgym.workload`; ``synth`` provides it): the arrival-aware generator (:mod:`synth.arrivals`)
+      fitted on the train split of the machine's bundled trace; for Trinity, which has none, a model calibrated to
+      the published OpenTrinity statistics (:mod:`synth.trinity`).
     - ``backfill``: ``"none"``, ``"easy"`` or ``"rlscheduler"``.
     - ``window`` (256), ``slots`` (128), ``split`` (``"train"``, ``"test"`` or ``"all"``; chronological 70/30;
       ignored for sampled workloads), ``objective`` (``"bsld"``), ``baseline`` (None), ``order`` (the backfill scan
@@ -204,16 +206,14 @@ class SchedulingEnv(gym.Env):
         return EpisodeSource(table, None, self.window, self.machine, self.kill_at_walltime)
 
     def _default_synthetic(self, train_fraction: float) -> Any:
-        """The generator behind ``workload="synthetic"``.
+        """The generator behind ``workload="synthetic"``: the factory registered under that name.
 
-        It is hpcgym's arrival-aware generator fitted on the train split of the machine's bundled trace (a fraction
-        of a second), or the Lublin-Feitelson model scaled to the machine when no trace of it ships (Trinity).
+        ``synth`` provides it (:func:`synth.defaults.default_workload`): its arrival-aware generator fitted on the
+        train split of the machine's bundled trace, or a parametric model for a machine without one (Trinity).
         """
         source = next((name for name, t in traces.BUNDLED.items() if t.machine == self.machine.name), None)
-        if source is None:
-            return resolve("synth.lublin:LublinModel")(self.machine.nodes)
-        train = traces.split(traces.load(source), "train", train_fraction)
-        return resolve("synth.arrivals:ArrivalAwareSynthesizer")(max_nodes=self.machine.nodes).fit(train)
+        train = None if source is None else traces.split(traces.load(source), "train", train_fraction)
+        return workload_factory("synthetic")(self.machine, train)
 
     def _set_scales(self, table: pd.DataFrame) -> None:
         time_scale = float(max(table["walltime"].max(), 60))
@@ -290,8 +290,8 @@ class SchedulingEnv(gym.Env):
     # ---- internals -------------------------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
         b = self.sim.buffers
-        observation.build_state(self._obs, self._mask, b.sc, b.q, b.rs, b.submit, b.wall, b.nodes,
-                                self.machine.nodes, self._clock0, self._inv_wait, self._inv_time, self._inv_area)
+        observation.build_state(self._obs, self._mask, b.jobs, b.state, self._clock0, self._inv_wait,
+                                self._inv_time, self._inv_area)
         return self._obs.copy()
 
     def _info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:

@@ -50,18 +50,32 @@ class InvalidJobError(HpcgymError, ValueError):
         )
 
 
-class UnknownMachineError(HpcgymError, KeyError):
-    """A machine (or trace) name is not in the catalog; suggests the closest names."""
+class UnknownNameError(HpcgymError, KeyError):
+    """A name (of a trace, an environment id, a synthesizer, a policy, ...) is unknown; suggests the closest names.
 
-    def __init__(self, name: str, known: Iterable[str], what: str = "machine", hint: str = ""):
+    Args:
+        kind: what was looked up, for the message (``"trace"``, ``"policy"``).
+        name: the name given.
+        known: the names that exist.
+        hint: a sentence added to the message.
+    """
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = ""):
         known = sorted(known)
         close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
         mean = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        self.name = name
-        super().__init__(f"Unknown {what} {name!r}.{mean} Known: {', '.join(known)}.{' ' + hint if hint else ''}")
+        self.kind, self.name = kind, name
+        super().__init__(f"Unknown {kind} {name!r}.{mean} Known: {', '.join(known)}.{' ' + hint if hint else ''}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
+
+
+class UnknownMachineError(UnknownNameError):
+    """A machine name is not in the catalog."""
+
+    def __init__(self, name: str, known: Iterable[str], hint: str = ""):
+        super().__init__("machine", name, known, hint)
 
 
 class EmptyTraceError(HpcgymError, ValueError):

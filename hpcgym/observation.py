@@ -11,7 +11,7 @@ import math
 
 import numba as nb
 
-from hpcgym.sim import core
+from hpcgym.sim.state import FREE, NEXT, NODES, QE, QS, RN, T
 
 JOB_FEATURES = (
     "present",  # 1 for a job, 0 for padding
@@ -87,11 +87,11 @@ def build(obs, mask, queue, now, free, total, submit, wall, nodes, running, ends
 
 
 @nb.njit(cache=True)
-def build_state(obs, mask, sc, q, rs, submit, wall, nodes, total, clock0, inv_wait, inv_time,
-                inv_area):  # pragma: no cover - compiled
-    """:func:`build` from a step-mode simulation's arrays (:class:`hpcgym.sim.engine.Buffers`)."""
-    n = len(submit)
-    waiting = sc[core._QE] - sc[core._QS]
-    live = rs[:sc[core._RN]]
-    build(obs, mask, q[sc[core._QS]:sc[core._QE]], sc[core._T], sc[core._FREE], total, submit, wall, nodes,
-          live % n, live // n, sc[core._NEXT] - waiting - sc[core._RN], clock0, inv_wait, inv_time, inv_area)
+def build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
+    """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`)."""
+    sc = st.sc
+    n = len(st.start)
+    waiting = sc[QE] - sc[QS]
+    live = st.rs[:sc[RN]]
+    build(obs, mask, st.q[sc[QS]:sc[QE]], sc[T], sc[FREE], sc[NODES], jobs.submit, jobs.wall, jobs.nodes,
+          live % n, live // n, sc[NEXT] - waiting - sc[RN], clock0, inv_wait, inv_time, inv_area)

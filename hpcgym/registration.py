@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from hpcgym.errors import UnknownMachineError
+from hpcgym.errors import UnknownNameError
 
 NAMESPACE = "hpcgym"
 
@@ -35,7 +35,7 @@ def register_all() -> None:
 def _full_id(env_id: str) -> str:
     name = env_id.split("/", 1)[1] if env_id.startswith(f"{NAMESPACE}/") else env_id
     if name not in ENVS:
-        raise UnknownMachineError(name, ENVS, what="environment id")
+        raise UnknownNameError("environment id", name, ENVS)
     return f"{NAMESPACE}/{name}"
 
 

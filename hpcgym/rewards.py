@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from hpcgym import metrics
-from hpcgym.sim import BACKFILL_MODES, PriorityPolicy
-from hpcgym.sim.core import simulate_kernel
+from hpcgym.sim import PriorityPolicy, run_batch
 
 OBJECTIVES = ("bsld", "wait", "turnaround", "util")
 REWARDS = ("objective", "log")
@@ -83,8 +82,8 @@ def heuristic_value(policy: PriorityPolicy, keys: np.ndarray | None, submit: np.
                     nodes: np.ndarray, hold: np.ndarray, machine_nodes: int, backfill: str,
                     objective_name: str) -> float:
     """The objective of a heuristic's batch schedule of the same jobs."""
-    start, _ = simulate_kernel(submit, hold, wall, nodes, np.zeros(len(submit)) if keys is None else keys,
-                               machine_nodes, policy.code, BACKFILL_MODES[backfill])
+    start, _ = run_batch(submit, hold, wall, nodes, np.zeros(len(submit)) if keys is None else keys,
+                         machine_nodes, policy, backfill)
     return objective(objective_name, submit, start, hold, nodes, machine_nodes)
 
 

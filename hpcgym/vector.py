@@ -33,22 +33,22 @@ from hpcgym import observation
 from hpcgym.env import SchedulingEnv
 from hpcgym.sim import core
 from hpcgym.sim.engine import Buffers
+from hpcgym.sim.state import QE, QS, Jobs, State, T
 
 
 @nb.njit(cache=True)
-def _step_all(actions, lengths, code, mode, status, sc, q, cand, submit, key, start, heap, rs, hold, wall, nodes,
-              obs, mask, total, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
+def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0, inv_wait, inv_time,
+              inv_area):  # pragma: no cover - compiled
     """Apply each copy's action (a valid slot), run it to its next decision, and build its observation."""
     for i in range(len(actions)):
         if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
             continue
         n = lengths[i]
-        chosen = q[i, sc[i, core._QS] + actions[i]]
-        status[i] = core.step_kernel(chosen, code, mode, sc[i], q[i, :n + 1], cand[i, :n], submit[i, :n],
-                                     key[i, :n], start[i, :n], heap[i, :n], rs[i, :n], hold[i, :n], wall[i, :n],
-                                     nodes[i, :n])
-        observation.build_state(obs[i], mask[i], sc[i], q[i, :n + 1], rs[i, :n], submit[i, :n], wall[i, :n],
-                                nodes[i, :n], total, clock0, inv_wait, inv_time, inv_area)
+        ji = Jobs(jobs.submit[i, :n], jobs.hold[i, :n], jobs.wall[i, :n], jobs.nodes[i, :n], jobs.key[i, :n])
+        si = State(st.sc[i], st.start[i, :n], st.first[i, :n], st.res[i], st.q[i, :n + 1], st.cand[i, :n],
+                   st.heap[i, :n], st.rs[i, :n], st.pt[i], st.pu[i])
+        status[i] = core.run(ji, si, code, mode, si.q[si.sc[QS] + actions[i]], True)
+        observation.build_state(obs[i], mask[i], ji, si, clock0, inv_wait, inv_time, inv_area)
 
 
 class SchedulingVectorEnv(gym.vector.VectorEnv):
@@ -104,9 +104,8 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._decisions += self._status != core.DONE
         t = self.envs[0]
         b = self.buffers
-        _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, b.sc, b.q, b.cand, b.submit,
-                  b.key, b.start, b.heap, b.rs, b.hold, b.wall, b.nodes, self._obs, self._mask, t.machine.nodes,
-                  t._clock0, t._inv_wait, t._inv_time, t._inv_area)
+        _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, b.jobs, b.state, self._obs,
+                  self._mask, t._clock0, t._inv_wait, t._inv_time, t._inv_area)
         reward = np.zeros(self.num_envs)
         terminated = self._status == core.DONE
         self.final_infos = {}
@@ -162,8 +161,8 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         return actions
 
     def _step_info(self) -> dict[str, Any]:
-        sc = self.buffers.sc
-        return {"time": sc[:, core._T].copy(), "waiting": sc[:, core._QE] - sc[:, core._QS],
+        sc = self.buffers.state.sc
+        return {"time": sc[:, T].copy(), "waiting": sc[:, QE] - sc[:, QS],
                 "decisions": self._decisions.copy(), "done": self._status == core.DONE}
 
 

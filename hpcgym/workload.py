@@ -7,13 +7,16 @@ code, so that N single environments and one vector environment with the same see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from hpcgym import jobs as jobtable
+from hpcgym.errors import UnknownNameError
 from hpcgym.machines import Machine
 from hpcgym.sim import hold_times
 from hpcgym.sim.policy import KEY, PriorityPolicy
@@ -28,6 +31,34 @@ class Workload(Protocol):
 
     def sample(self, n_jobs: int, seed: int) -> pd.DataFrame:
         """``n_jobs`` jobs; the same seed gives the same table."""
+
+
+#: The entry-point group through which other packages provide named workloads (``workload="synthetic"``).
+ENTRY_POINTS = "hpcgym.workloads"
+#: A named workload's factory: the machine, and the train split of its bundled trace (None when none ships).
+WorkloadFactory = Callable[[Machine, "pd.DataFrame | None"], Workload]
+_FACTORIES: dict[str, WorkloadFactory] = {}
+
+
+def register(name: str, factory: WorkloadFactory) -> None:
+    """Make ``workload=name`` build its workload with ``factory(machine, train)``.
+
+    hpcgym imports no generator itself (they live in other packages, e.g. ``synth``): a package registers its
+    factories here, or declares them in the ``hpcgym.workloads`` entry-point group of its ``pyproject.toml``,
+    which is how ``synth`` provides ``"synthetic"``.
+    """
+    _FACTORIES[name] = factory
+
+
+def factory(name: str) -> WorkloadFactory:
+    """The factory registered as ``name`` (loaded from the entry points on first use)."""
+    if name not in _FACTORIES:
+        for point in entry_points(group=ENTRY_POINTS):
+            _FACTORIES.setdefault(point.name, point.load())
+    if name not in _FACTORIES:
+        raise UnknownNameError("workload", name, _FACTORIES,
+                               hint="Named workloads come from installed packages: pip install -e . provides synth's.")
+    return _FACTORIES[name]
 
 
 @dataclass

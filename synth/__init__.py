@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcgym.errors import UnknownMachineError
+from hpcgym.errors import UnknownNameError
 
 #: name -> "module:class"; imported only when asked for, so optional backends stay optional.
 MODELS: dict[str, str] = {
     "arrivals": "synth.arrivals:ArrivalAwareSynthesizer",
     "lublin": "synth.lublin:LublinSynthesizer",
+    "trinity": "synth.trinity:TrinitySynthesizer",
     "gaussiancopula": "synth.sdv_models:GaussianCopulaModel",
     "ctgan": "synth.sdv_models:CTGANModel",
     "tvae": "synth.sdv_models:TVAEModel",
@@ -29,6 +30,6 @@ def get(name: str, **params: Any):
 
     key = name.lower()
     if key not in MODELS:
-        raise UnknownMachineError(name, MODELS, what="synthesizer")
+        raise UnknownNameError("synthesizer", name, MODELS)
     module, _, cls = MODELS[key].partition(":")
     return getattr(importlib.import_module(module), cls)(**params)

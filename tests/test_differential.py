@@ -24,6 +24,7 @@ def assert_same(df, nodes, policy, backfill, kill):
                     f"{oracle[bad]} in the oracle ({int((engine != oracle).sum())} of {len(df)} differ)")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(df=workloads(max_jobs=30, machine_nodes=8))
 def test_engine_matches_oracle_on_random_workloads(df):
@@ -36,6 +37,7 @@ def test_engine_matches_oracle_on_random_workloads(df):
 REAL = [("sdsc-sp2", 2, 300), ("lublin-256", 2, 300), ("hpc2n", 1, 200), ("theta", 2, 300), ("mustang", 2, 300)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trace, count, length", REAL)
 def test_engine_matches_oracle_on_real_windows(trace, count, length):
     warnings.simplefilter("ignore")

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--trace", "lublin-256", "--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64",
@@ -32,6 +33,7 @@ def num_timesteps(run_dir):
     return MaskablePPO.load(run_dir / "last.zip").num_timesteps
 
 
+@pytest.mark.slow
 def test_train_and_evaluate_end_to_end(tmp_path):
     out = run(train_cmd(tmp_path, "--workload", "synthetic", "--timesteps", "600")).stdout
     run_dir = tmp_path / "lublin-256-synthetic-ppo-s0"
@@ -53,6 +55,7 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert per_window.groupby("scheduler")["window"].nunique().eq(2).all()
 
 
+@pytest.mark.slow
 def test_several_seeds_make_one_table(tmp_path):
     out = run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--seeds", "0", "1", "--jobs", "2",
                         "--run-name", "multi")).stdout
@@ -68,6 +71,7 @@ def test_several_seeds_make_one_table(tmp_path):
     assert (tmp_path / "multi-seeds" / "learning_curves.png").exists() and "2 seeds [0, 1]" in out
 
 
+@pytest.mark.slow
 def test_seed_table_refuses_runs_on_other_windows(tmp_path):
     run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "a"))
     run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "b", "--eval-windows", "3"))
@@ -84,6 +88,7 @@ def test_dqn_train_smoke(tmp_path):
     assert (tmp_path / "lublin-256-real-dqn-s0" / "model.zip").exists()
 
 
+@pytest.mark.slow
 def test_resume_after_kill_reaches_the_same_timesteps(tmp_path):
     steps = ["--workload", "real", "--timesteps", "3000", "--checkpoint-every", "512", "--eval-windows", "0"]
     run(train_cmd(tmp_path / "a", *steps, "--run-name", "r"))
@@ -102,6 +107,7 @@ def test_resume_after_kill_reaches_the_same_timesteps(tmp_path):
     assert num_timesteps(tmp_path / "b" / "r") == full
 
 
+@pytest.mark.slow
 def test_compare_table(tmp_path):
     for workload in ("real", "synthetic"):
         run(train_cmd(tmp_path, "--workload", workload, "--timesteps", "300"))
@@ -113,6 +119,7 @@ def test_compare_table(tmp_path):
     assert "synthetic:arrivals" in out
 
 
+@pytest.mark.slow
 def test_sweep_on_local_ray(tmp_path):
     out = run([sys.executable, "-m", "experiments.sweep", "--backend", "ray", "--seeds", "0", "1", "--workloads",
                "real", "--", *TINY, "--timesteps", "300", "--runs-dir", str(tmp_path)], timeout=300).stdout
@@ -146,6 +153,7 @@ def fails(cmd):
     return done.stderr
 
 
+@pytest.mark.slow
 def test_resume_takes_the_runs_settings_and_refuses_others(tmp_path):
     run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "300", "--run-name", "r"))
     base = [sys.executable, "-m", "experiments.train", "--runs-dir", str(tmp_path)]
@@ -158,6 +166,7 @@ def test_resume_takes_the_runs_settings_and_refuses_others(tmp_path):
     assert "did you mean r" in fails([*base, "--run-name", "rr", "--resume"])
 
 
+@pytest.mark.slow
 def test_run_folders_are_not_mixed(tmp_path):
     run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "r", "--eval-windows", "0"))
     assert "not empty" in fails(train_cmd(tmp_path, "--workload", "real", "--run-name", "r"))
@@ -172,6 +181,7 @@ def test_run_folders_are_not_mixed(tmp_path):
     assert (tmp_path / "abs" / "lublin_256-real-ppo-s0" / "model.zip").exists()
 
 
+@pytest.mark.slow
 def test_resume_skips_a_damaged_checkpoint(tmp_path):
     steps = ["--workload", "real", "--timesteps", "1024", "--checkpoint-every", "256", "--eval-windows", "0",
              "--run-name", "r"]

@@ -1,4 +1,4 @@
-"""Step-by-step simulation for agents: the passes of :func:`hpcgym.sim.simulate`, with the head chosen outside.
+"""Step-by-step simulation for agents: the event loop of :func:`hpcgym.sim.simulate`, with the head chosen outside.
 
 At each decision the caller sees the waiting jobs (in arrival order) and picks one. If it fits, it starts and the
 same pass continues; if not, it becomes the blocked head: with backfilling it gets a reservation and the other
@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -26,48 +26,35 @@ from hpcgym import metrics
 from hpcgym.sim import core
 from hpcgym.sim.core import Backfill
 from hpcgym.sim.heuristics import FCFS as FCFS_ORDER
-from hpcgym.sim.policy import PriorityPolicy
+from hpcgym.sim.policy import PriorityPolicy, static_keys
+from hpcgym.sim.state import Jobs, State, allocate, prefix, reset, row
+from hpcgym.sim.table import check, hold_times
 
 
 @dataclass
 class Buffers:
-    """The arrays of one step-mode simulation, ``capacity`` jobs long (``q`` one longer).
+    """The structures of one step-mode simulation, ``capacity`` jobs long.
 
-    A :class:`Simulator` works on the first ``n`` entries of each. Its own are allocated at :meth:`Simulator.load`;
+    A :class:`Simulator` works on the first ``n`` jobs of them. Its own are allocated at :meth:`Simulator.load`;
     a vector environment passes rows of 2-D arrays instead (:meth:`row`), so that one compiled call can step
     every copy while each :class:`Simulator` still reads its own state.
     """
 
-    submit: np.ndarray
-    wall: np.ndarray
-    nodes: np.ndarray
-    hold: np.ndarray
-    key: np.ndarray
-    start: np.ndarray
-    q: np.ndarray
-    cand: np.ndarray
-    heap: np.ndarray
-    rs: np.ndarray
-    sc: np.ndarray
+    jobs: Jobs
+    state: State
 
     @classmethod
     def allocate(cls, capacity: int, copies: tuple[int, ...] = ()) -> Buffers:
         """Fresh arrays for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N copies)."""
-        c = max(int(capacity), 1)
-        ints = {f.name: np.zeros((*copies, c), np.int64) for f in fields(cls)}
-        ints.update(key=np.zeros((*copies, c)), q=np.zeros((*copies, c + 1), np.int64),
-                    sc=np.zeros((*copies, core.N_STATE), np.int64))
-        return cls(**ints)
+        return cls(*allocate(capacity, copies))
 
     def row(self, i: int) -> Buffers:
         """Copy ``i`` of a batch (views, not copies)."""
-        return Buffers(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
+        return Buffers(row(self.jobs, i), row(self.state, i))
 
     def prefix(self, n: int) -> Buffers:
-        """The first ``n`` jobs (views; ``q`` keeps ``n + 1``, ``sc`` stays whole)."""
-        out = {f.name: getattr(self, f.name)[:n] for f in fields(self)}
-        out.update(q=self.q[:n + 1], sc=self.sc)
-        return Buffers(**out)
+        """The first ``n`` jobs (views)."""
+        return Buffers(prefix(self.jobs, n), prefix(self.state, n))
 
 
 class Simulator:
@@ -94,9 +81,7 @@ class Simulator:
 
     def reset(self, jobs: pd.DataFrame) -> bool:
         """Load a job table (sorted, valid) and run to the first decision; return whether one is pending."""
-        from hpcgym.sim import _check, hold_times  # the package imports this module
-
-        _check(jobs, self.nodes, self.backfill, self.kill_at_walltime)
+        check(jobs, self.nodes, self.backfill, self.kill_at_walltime)
         pending = self.load(jobs["submit"].to_numpy(np.int64), jobs["walltime"].to_numpy(np.int64),
                             jobs["nodes"].to_numpy(np.int64), hold_times(jobs, self.kill_at_walltime),
                             self.order.keys(jobs))
@@ -112,25 +97,21 @@ class Simulator:
         n = len(submit)
         if buffers is None:
             buffers = Buffers.allocate(n)
-        elif len(buffers.submit) < n:
-            raise ValueError(f"buffers hold {len(buffers.submit)} jobs, fewer than the {n} to load")
+        elif len(buffers.jobs.submit) < n:
+            raise ValueError(f"buffers hold {len(buffers.jobs.submit)} jobs, fewer than the {n} to load")
         b = self.buffers = buffers.prefix(n)
         self.jobs = None
-        b.submit[:], b.wall[:], b.nodes[:], b.hold[:] = submit, walltime, nodes, hold
-        b.key[:] = core.static_keys(self.order.code, submit, walltime, nodes, np.zeros(n) if keys is None else keys)
-        b.start[:] = -1
-        b.sc[:] = 0
-        b.sc[core._FREE], b.sc[core._LAST_HEAD] = self.nodes, -1
+        j, st = self._jobs, self._state = b.jobs, b.state
+        j.submit[:], j.wall[:], j.nodes[:], j.hold[:] = submit, walltime, nodes, hold
+        j.key[:] = static_keys(self.order.code, submit, walltime, nodes, np.zeros(n) if keys is None else keys)
+        reset(j, st, self.nodes, append=True)
         self.submit, self.wall, self.job_nodes, self.hold, self.key, self.start = (
-            b.submit, b.wall, b.nodes, b.hold, b.key, b.start)
-        self._q, self._cand, self._heap, self._rs, self._sc = b.q, b.cand, b.heap, b.rs, b.sc
+            j.submit, j.wall, j.nodes, j.hold, j.key, st.start)
         self.decisions = 0
         return self._run(-1)
 
     def _run(self, chosen: int) -> bool:
-        self._status = core.step_kernel(chosen, self.order.code, self.mode, self._sc, self._q, self._cand,
-                                        self.submit, self.key, self.start, self._heap, self._rs, self.hold,
-                                        self.wall, self.job_nodes)
+        self._status = core.run(self._jobs, self._state, self.order.code, self.mode, chosen, True)
         return self._status == core.DECIDE
 
     def sync(self, status: int, decisions: int) -> None:
@@ -151,35 +132,38 @@ class Simulator:
         return self._run(int(job))
 
     @property
+    def state(self) -> State:
+        """The engine's state (see :class:`hpcgym.sim.state.State` for its accessors)."""
+        return self._state
+
+    @property
     def now(self) -> int:
         """The current time."""
-        return int(self._sc[core._T])
+        return self._state.now
 
     @property
     def free(self) -> int:
         """Free nodes now."""
-        return int(self._sc[core._FREE])
+        return self._state.free
 
     @property
     def queue(self) -> np.ndarray:
         """Row indices of the waiting jobs, in arrival order (a view: copy it to keep it)."""
-        return self._q[self._sc[core._QS]:self._sc[core._QE]]
+        return self._state.queue
 
     @property
     def running(self) -> np.ndarray:
         """Row indices of the running jobs, by estimated end."""
-        n = len(self.start)
-        return self._rs[:self._sc[core._RN]] % n
+        return self._state.running
 
     def estimated_ends(self) -> np.ndarray:
         """Estimated end times of :attr:`running` (same order)."""
-        n = len(self.start)
-        return self._rs[:self._sc[core._RN]] // n
+        return self._state.estimated_ends
 
     @property
     def finished(self) -> int:
         """How many jobs have finished: arrived, minus waiting, minus running."""
-        return int(self._sc[core._NEXT] - (self._sc[core._QE] - self._sc[core._QS]) - self._sc[core._RN])
+        return self._state.finished
 
     @property
     def done(self) -> bool:

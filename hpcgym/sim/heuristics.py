@@ -10,7 +10,7 @@ their own with :func:`register` (:mod:`baselines.priorities` re-exports this mod
 
 from __future__ import annotations
 
-from hpcgym.errors import UnknownMachineError
+from hpcgym.errors import UnknownNameError
 from hpcgym.sim import policy as codes
 from hpcgym.sim.policy import PriorityPolicy
 
@@ -38,5 +38,5 @@ def get(name: str | PriorityPolicy) -> PriorityPolicy:
         return name
     key = name.lower()
     if key not in POLICIES:
-        raise UnknownMachineError(name, POLICIES, what="policy")
+        raise UnknownNameError("policy", name, POLICIES)
     return POLICIES[key]

@@ -84,3 +84,12 @@ class PriorityPolicy:
         keys = self.keys(jobs)
         cols = [jobs[c].to_numpy(np.int64) for c in ("submit", "walltime", "nodes")]
         return np.array([score(self.code, now, s, r, n, k) for s, r, n, k in zip(*cols, keys, strict=True)])
+
+
+@nb.njit(cache=True)
+def static_keys(code, submit, wall, nodes, key_in):  # pragma: no cover - compiled
+    """Every job's score at time 0: the whole order for static policies (dynamic ones re-score at each pass)."""
+    key = np.empty(len(submit))
+    for j in range(len(submit)):
+        key[j] = score(code, 0, submit[j], wall[j], nodes[j], key_in[j])
+    return key

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from hpcgym import errors, machines
-from hpcgym.errors import TraceFormatError, UnknownMachineError
+from hpcgym.errors import TraceFormatError, UnknownNameError
 from hpcgym.jobs import OnInvalid
 from hpcgym.machines import Machine
 from hpcgym.traces import alcf, mustang
@@ -77,8 +77,7 @@ def _key(name: str) -> str:
     key = name.lower()
     key = _ALIASES.get(key, key)
     if key not in BUNDLED:
-        raise UnknownMachineError(name, list(BUNDLED) + list(_ALIASES), what="trace",
-                                  hint="Or give the path of a trace file.")
+        raise UnknownNameError("trace", name, list(BUNDLED) + list(_ALIASES), hint="Or give the path of a trace file.")
     return key
 
 
@@ -144,7 +143,7 @@ def read(
             :mod:`hpcgym.traces.csvtable`.
 
     Raises:
-        FileNotFoundError: no such file. UnknownMachineError: a name that is neither a bundled trace nor a file
+        FileNotFoundError: no such file. UnknownNameError: a name that is neither a bundled trace nor a file
             (with the closest names), or an unknown machine. TraceFormatError, InvalidJobError: see the readers.
     """
     mach = machines.parse(machine) if machine is not None else None

@@ -1,0 +1,129 @@
+"""Conservative backfilling: every waiting job holds a reservation in a profile of predicted node use.
+
+The profile is ``pt[:PM]`` (change points, increasing) and ``pu[:PM]`` (nodes in use from each point on) of a
+:class:`~hpcgym.sim.state.State`. A job arriving gets the earliest slot where its nodes are free for its whole
+walltime; it starts when the clock reaches its reservation. A job that ends before its estimate hands back the
+rest of its interval, and the waiting jobs are then *compressed*: each, in order of its current reservation, moves
+to its earliest slot (never later than it had). There is no head to choose, so step mode does not offer it.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from hpcgym.sim.events import start
+from hpcgym.sim.queue import compact, ordered, sort_by_priority
+from hpcgym.sim.state import ARRIVED, ENDED, NEXT, NODES, PM, QE, QS
+
+
+# ---- the profile ----------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _point(pt, pu, m, a):  # pragma: no cover - compiled
+    """Make ``a`` a change point of the profile; return (its index, new m)."""
+    pos = np.searchsorted(pt[:m], a)
+    if pos < m and pt[pos] == a:
+        return pos, m
+    for k in range(m, pos, -1):
+        pt[k] = pt[k - 1]
+        pu[k] = pu[k - 1]
+    pt[pos] = a
+    pu[pos] = pu[pos - 1] if pos > 0 else 0
+    return pos, m + 1
+
+
+@nb.njit(cache=True)
+def _unpoint(pt, pu, m, k):  # pragma: no cover - compiled
+    """Drop change point ``k`` if it changes nothing (keeps the profile as small as the live intervals)."""
+    if k == 0 or k >= m or pu[k] != pu[k - 1]:
+        return m
+    for kk in range(k, m - 1):
+        pt[kk] = pt[kk + 1]
+        pu[kk] = pu[kk + 1]
+    return m - 1
+
+
+@nb.njit(cache=True)
+def use(sc, pt, pu, a, b, amount):  # pragma: no cover - compiled
+    """Add ``amount`` nodes in use over ``[a, b)``."""
+    lo, m = _point(pt, pu, sc[PM], a)
+    hi, m = _point(pt, pu, m, b)
+    for k in range(lo, hi):
+        pu[k] += amount
+    m = _unpoint(pt, pu, m, hi)
+    sc[PM] = _unpoint(pt, pu, m, lo)
+
+
+@nb.njit(cache=True)
+def earliest(sc, pt, pu, need, length):  # pragma: no cover - compiled
+    """Earliest change point u with ``need`` nodes free over ``[u, u + length)``."""
+    m, total = sc[PM], sc[NODES]
+    for k in range(m):
+        if total - pu[k] < need:
+            continue
+        u = pt[k]
+        kk = k + 1
+        ok = True
+        while kk < m and pt[kk] < u + length:
+            if total - pu[kk] < need:
+                ok = False
+                break
+            kk += 1
+        if ok:
+            return u
+    return pt[m - 1]
+
+
+@nb.njit(cache=True)
+def advance(sc, pt, pu, t):  # pragma: no cover - compiled
+    """Forget the profile before ``t`` (so that ``pt[0] == t``)."""
+    k0, m = _point(pt, pu, sc[PM], t)
+    if k0 > 0:
+        for k in range(k0, m):
+            pt[k - k0] = pt[k]
+            pu[k - k0] = pu[k]
+        m -= k0
+    sc[PM] = m
+
+
+@nb.njit(cache=True)
+def reserve(order, move, sc, res, pt, pu, wall, nodes):  # pragma: no cover - compiled
+    """Give each job of ``order`` its earliest slot (``move``: first give up its current one)."""
+    for j in order:
+        if move:
+            use(sc, pt, pu, res[j], res[j] + wall[j], -nodes[j])
+        res[j] = earliest(sc, pt, pu, nodes[j], wall[j])
+        use(sc, pt, pu, res[j], res[j] + wall[j], nodes[j])
+
+
+# ---- the pass -----------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, rs, submit, hold, wall,
+             nodes, key):  # pragma: no cover - compiled
+    """The pass at ``t``: hand back early ends, compress, reserve the arrivals, start the jobs whose slot is now."""
+    advance(sc, pt, pu, t)
+    early = False
+    for k in range(sc[ENDED]):  # the jobs that ended now (events.release wrote them to cand)
+        j = cand[k]
+        if t < begin[j] + wall[j]:  # before its estimate: hand back the rest of its interval
+            use(sc, pt, pu, t, begin[j] + wall[j], -nodes[j])
+            early = True
+    i0, i1 = sc[ARRIVED], sc[NEXT]
+    if early:
+        # Compress the jobs that waited before now, in order of current reservation (ties: priority), so that a
+        # job never keeps a slot that only existed because of a later-moved job's old reservation.
+        order = ordered(sc, q, code, t, submit, wall, nodes, key)
+        old = order[order < i0]
+        reserve(old[np.argsort(res[old], kind="mergesort")], True, sc, res, pt, pu, wall, nodes)
+    if i1 > i0:
+        new = sort_by_priority(np.arange(i0, i1), code, t, submit, wall, nodes, key)
+        reserve(new, False, sc, res, pt, pu, wall, nodes)
+        first[new] = res[new]
+    started = False
+    for k in range(sc[QS], sc[QE]):
+        j = q[k]
+        if res[j] == t:
+            start(j, t, sc, begin, heap, rs, hold, wall, nodes)
+            started = True
+    if started:
+        compact(sc, q, begin)

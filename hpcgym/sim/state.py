@@ -1,0 +1,168 @@
+"""The engine's data: two structures, the jobs it schedules and the state it changes.
+
+Both are named tuples of numpy arrays, so that compiled code takes them as two arguments and reads fields by name,
+and so that a vector environment can keep N of them as rows of 2-D arrays (:func:`allocate` with ``copies``).
+Jobs are indices ``0..n-1`` in submit order; times are integer seconds. A job ``j`` ending at time ``e`` is stored
+as the *composite* ``e * n + j``: sorting composites sorts by time, then by job index (submit order), so ties always
+break the same way.
+
+:class:`State` holds the scalars in one int64 array ``sc``, indexed by the slot constants below (compiled code
+updates them in place); from Python, read them through its properties (:attr:`State.now`, :attr:`State.free`,
+:attr:`State.queue`, ...).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numba as nb
+import numpy as np
+
+# Slots of State.sc.
+T = 0  #: the current time
+FREE = 1  #: free nodes
+QS, QE = 2, 3  #: the queue is q[QS:QE]
+HN = 4  #: heap[:HN] holds the running jobs' actual-end composites (a min-heap: the next release)
+RN = 5  #: rs[:RN] holds the running jobs' estimated-end composites, sorted (for shadow times)
+NEXT = 6  #: the next job to arrive
+OPEN = 7  #: 1 while the current timestamp's scheduling pass is open
+SHADOW, EXTRA = 8, 9  #: EASY: the blocked head's shadow time and the extra nodes left for backfilling
+LAST_HEAD = 10  #: the last blocked head (rlscheduler keeps its shadow time while the head stays)
+ARRIVED = 11  #: the first job that arrived at the current timestamp (jobs ARRIVED..NEXT-1 are new)
+ENDED = 12  #: how many jobs ended at the current timestamp (their indices are cand[:ENDED])
+NEW_HEAD = 13  #: 1 if an arrival went to the head of the queue at the current timestamp
+BLOCKED = 14  #: 1 if jobs were waiting before the current timestamp's arrivals
+APPEND = 15  #: 1: the queue is in arrival order; 0: it is kept sorted by (key, index)
+PM = 16  #: conservative: pt[:PM], pu[:PM] is the profile of predicted node use
+NODES = 17  #: the machine's nodes
+N_SLOTS = 18
+
+_JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key")
+_STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu")
+
+
+class Jobs(namedtuple("Jobs", _JOB_FIELDS)):
+    """The jobs of one simulation (read-only for the engine).
+
+    Attributes:
+        submit: int64 submit times, sorted.
+        hold: int64 time each job keeps its nodes (``min(run, walltime)`` when killed at its walltime).
+        wall: int64 walltimes: the estimates the scheduler sees.
+        nodes: int64 nodes per job.
+        key: float64 static priority keys of the ordering policy (lower first; see
+            :func:`hpcgym.sim.policy.static_keys`).
+    """
+
+    __slots__ = ()
+
+    @property
+    def n(self) -> int:
+        """How many jobs."""
+        return len(self.submit)
+
+
+class State(namedtuple("State", _STATE_FIELDS)):
+    """What the engine changes while it runs.
+
+    Attributes:
+        sc: int64 scalars, indexed by the slot constants of this module.
+        start: each job's start time (-1 until it starts).
+        first: each job's first reservation: the shadow time it got the first time it was the blocked head
+            (EASY, rlscheduler) or its reservation on arrival (conservative); -1 where it had none.
+        res: conservative: each job's current reservation.
+        q: the queue (``q[QS:QE]``), one longer than the jobs.
+        cand: scratch: backfill candidates, and the jobs that ended at the current timestamp.
+        heap: actual-end composites of the running jobs (a binary min-heap).
+        rs: estimated-end composites of the running jobs (sorted).
+        pt, pu: conservative: the profile's change points and the nodes in use from each.
+    """
+
+    __slots__ = ()
+
+    @property
+    def now(self) -> int:
+        """The current time."""
+        return int(self.sc[T])
+
+    @property
+    def free(self) -> int:
+        """Free nodes now."""
+        return int(self.sc[FREE])
+
+    @property
+    def waiting(self) -> int:
+        """How many jobs wait."""
+        return int(self.sc[QE] - self.sc[QS])
+
+    @property
+    def queue(self) -> np.ndarray:
+        """The waiting jobs, in queue order (a view: copy it to keep it)."""
+        return self.q[self.sc[QS]:self.sc[QE]]
+
+    @property
+    def running(self) -> np.ndarray:
+        """The running jobs, by estimated end."""
+        return self.rs[:self.sc[RN]] % len(self.start)
+
+    @property
+    def estimated_ends(self) -> np.ndarray:
+        """Estimated end times of :attr:`running` (same order)."""
+        return self.rs[:self.sc[RN]] // len(self.start)
+
+    @property
+    def finished(self) -> int:
+        """How many jobs have finished: arrived, minus waiting, minus running."""
+        return int(self.sc[NEXT] - self.waiting - self.sc[RN])
+
+
+def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = False) -> tuple[Jobs, State]:
+    """Zeroed structures for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N rows).
+
+    The conservative profile (``res``, ``pt``, ``pu``) gets room only when ``conservative`` is set.
+    """
+    c = max(int(capacity), 1)
+    p = c if conservative else 1
+
+    def ints(size: int) -> np.ndarray:
+        return np.zeros((*copies, size), np.int64)
+
+    jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)))
+    state = State(ints(N_SLOTS), ints(c), ints(c), ints(p), ints(c + 1), ints(c), ints(c), ints(c),
+                  ints(2 * p + 4), ints(2 * p + 4))
+    return jobs, state
+
+
+def row(structure: Jobs | State, i: int) -> Jobs | State:
+    """Row ``i`` of a batch (views, not copies)."""
+    return type(structure)(*(a[i] for a in structure))
+
+
+def prefix(structure: Jobs | State, n: int) -> Jobs | State:
+    """The first ``n`` jobs (views). ``q`` keeps ``n + 1`` entries, the scalars and the profile stay whole."""
+    if isinstance(structure, Jobs):
+        return Jobs(*(a[:n] for a in structure))
+    s = structure
+    return State(s.sc, s.start[:n], s.first[:n], s.res[:n], s.q[:n + 1], s.cand[:n], s.heap[:n], s.rs[:n], s.pt, s.pu)
+
+
+def reset(jobs: Jobs, state: State, total: int, append: bool, conservative: bool = False) -> None:
+    """An empty machine of ``total`` nodes at time 0, no job arrived yet."""
+    state.sc[:] = 0
+    state.sc[FREE], state.sc[NODES], state.sc[LAST_HEAD], state.sc[APPEND] = total, total, -1, int(append)
+    state.start[:] = -1
+    state.first[:] = -1
+    if conservative:
+        state.res[:] = -1
+        state.pt[0], state.pu[0] = 0, 0
+        state.sc[PM] = 1
+
+
+@nb.njit(cache=True)
+def fresh(n, total, append, conservative):  # pragma: no cover - compiled
+    """A new, reset :class:`State` for ``n`` jobs (compiled: batch runs allocate one per call)."""
+    p = n if conservative else 1
+    sc = np.zeros(N_SLOTS, np.int64)
+    sc[FREE], sc[NODES], sc[LAST_HEAD], sc[APPEND], sc[PM] = total, total, -1, append, 1
+    return State(sc, np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.full(p, -1, np.int64),
+                 np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+                 np.zeros(2 * p + 4, np.int64), np.zeros(2 * p + 4, np.int64))

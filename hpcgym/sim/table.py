@@ -1,0 +1,31 @@
+"""Job tables in and out of the engine: validation, and the columns the engine reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hpcgym.sim.backfill import BACKFILL_MODES, Backfill
+
+
+def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
+    """How long each job keeps its nodes: ``min(run, walltime)`` if killed at its walltime, else ``run``."""
+    run = jobs["run"].to_numpy(np.int64)
+    return np.minimum(run, jobs["walltime"].to_numpy(np.int64)) if kill_at_walltime else run
+
+
+def check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: bool) -> None:
+    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill``."""
+    if backfill not in BACKFILL_MODES:
+        raise ValueError(f"backfill must be one of {sorted(BACKFILL_MODES)}, not {backfill!r}")
+    if backfill == "conservative" and not kill_at_walltime:
+        raise ValueError("conservative backfilling needs kill_at_walltime=True: reservations assume estimates "
+                         "are upper bounds")
+    submit = jobs["submit"].to_numpy()
+    if len(submit) and (np.any(np.diff(submit) < 0) or submit[0] < 0):
+        raise ValueError("jobs must be sorted by submit time (>= 0); pass them through hpcgym.jobs.finalize")
+    for col in ("run", "walltime", "nodes"):
+        if len(jobs) and jobs[col].min() <= 0:
+            raise ValueError(f"every job needs {col} > 0; drop invalid jobs first (hpcgym.jobs.apply_invalid_policy)")
+    if len(jobs) and jobs["nodes"].max() > nodes:
+        raise ValueError(f"a job asks for {jobs['nodes'].max()} nodes but the machine has {nodes}")
