@@ -12,9 +12,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from hpcgym.sim.events import start
-from hpcgym.sim.queue import compact, ordered, sort_by_priority
-from hpcgym.sim.state import ARRIVED, ENDED, NEXT, NODES, PM, QE, QS
+from hpcgym.sim.queue import compact, heap_push, ordered, sort_by_priority
+from hpcgym.sim.state import ARRIVED, ENDED, FREE, HN, NEXT, NODES, PM, QE, QS
 
 
 # ---- the profile ----------------------------------------------------------------------------------------------
@@ -96,10 +95,18 @@ def reserve(order, move, sc, res, pt, pu, wall, nodes):  # pragma: no cover - co
         use(sc, pt, pu, res[j], res[j] + wall[j], nodes[j])
 
 
+@nb.njit(cache=True)
+def _launch(j, t, sc, begin, heap, hold, nodes):  # pragma: no cover - compiled
+    """Start ``j`` at ``t``. Unlike :func:`hpcgym.sim.events.start`, no estimated end: the profile holds them."""
+    begin[j] = t
+    sc[FREE] -= nodes[j]
+    sc[HN] = heap_push(heap, sc[HN], (t + hold[j]) * len(begin) + j)
+
+
 # ---- the pass -----------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
-def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, rs, submit, hold, wall,
-             nodes, key):  # pragma: no cover - compiled
+def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold, wall, nodes,
+             key):  # pragma: no cover - compiled
     """The pass at ``t``: hand back early ends, compress, reserve the arrivals, start the jobs whose slot is now."""
     advance(sc, pt, pu, t)
     early = False
@@ -123,7 +130,7 @@ def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, rs, submit, 
     for k in range(sc[QS], sc[QE]):
         j = q[k]
         if res[j] == t:
-            start(j, t, sc, begin, heap, rs, hold, wall, nodes)
+            _launch(j, t, sc, begin, heap, hold, nodes)
             started = True
     if started:
         compact(sc, q, begin)

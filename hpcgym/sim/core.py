@@ -115,8 +115,8 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
             chosen = -1
         if sc[OPEN]:
             if mode == CONSERVATIVE:
-                conservative.schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, rs, submit, hold, wall,
-                                      nodes, key)
+                conservative.schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold, wall, nodes,
+                                      key)
                 sc[OPEN] = 0
             elif not external:
                 batch_pass(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)

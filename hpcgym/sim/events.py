@@ -35,7 +35,8 @@ def release(t, sc, heap, rs, begin, ended, wall, nodes):  # pragma: no cover - c
         item, sc[HN] = heap_pop(heap, sc[HN])
         j = item % n
         sc[FREE] += nodes[j]
-        sc[RN] = sorted_remove(rs, sc[RN], (begin[j] + wall[j]) * n + j)
+        if sc[RN] > 0:  # conservative keeps no estimated ends (its profile has them)
+            sc[RN] = sorted_remove(rs, sc[RN], (begin[j] + wall[j]) * n + j)
         ended[k] = j
         k += 1
     return k
