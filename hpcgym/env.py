@@ -264,9 +264,14 @@ class SchedulingEnv(gym.Env):
                                  f"({int(self._mask.sum())} valid slots; use env.action_masks())")
             self.invalid_actions += 1
             action %= int(self._mask.sum())  # the valid slots are 0 .. v - 1
-        pending = self.sim.choose(int(self.sim.queue[action]))
-        obs = self._observe()
-        if pending:
+        sim = self.sim
+        job = int(sim.queue[action])
+        sim.check_choice(job)
+        status = observation.step(*sim.arrays, self.order.code, sim.mode, job, self._obs, self._mask, self._clock0,
+                                  self._inv_wait, self._inv_time, self._inv_area)
+        sim.sync(status, sim.decisions + 1)
+        obs = self._obs.copy()
+        if not sim.done:
             return obs, 0.0, False, False, self._info()
         self.result = self.finish()
         return obs, self.result.reward, True, False, self._info(self.result)
@@ -289,8 +294,7 @@ class SchedulingEnv(gym.Env):
 
     # ---- internals -------------------------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
-        b = self.sim.buffers
-        observation.build_state(self._obs, self._mask, b.jobs, b.state, self._clock0, self._inv_wait,
+        observation.build_state(self._obs, self._mask, *self.sim.arrays, self._clock0, self._inv_wait,
                                 self._inv_time, self._inv_area)
         return self._obs.copy()
 

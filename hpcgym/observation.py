@@ -11,6 +11,7 @@ import math
 
 import numba as nb
 
+from hpcgym.sim import core
 from hpcgym.sim.state import FREE, NEXT, NODES, QE, QS, RN, T
 
 JOB_FEATURES = (
@@ -88,10 +89,23 @@ def build(obs, mask, queue, now, free, total, submit, wall, nodes, running, ends
 
 @nb.njit(cache=True)
 def build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
-    """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`)."""
-    sc = st.sc
-    n = len(st.start)
+    """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`; plain tuples work too)."""
+    submit, _, wall, nodes, _ = jobs
+    sc, begin, _, _, q, _, _, rs, _, _ = st
+    n = len(begin)
     waiting = sc[QE] - sc[QS]
-    live = st.rs[:sc[RN]]
-    build(obs, mask, st.q[sc[QS]:sc[QE]], sc[T], sc[FREE], sc[NODES], jobs.submit, jobs.wall, jobs.nodes,
-          live % n, live // n, sc[NEXT] - waiting - sc[RN], clock0, inv_wait, inv_time, inv_area)
+    live = rs[:sc[RN]]
+    build(obs, mask, q[sc[QS]:sc[QE]], sc[T], sc[FREE], sc[NODES], submit, wall, nodes, live % n, live // n,
+          sc[NEXT] - waiting - sc[RN], clock0, inv_wait, inv_time, inv_area)
+
+
+@nb.njit(cache=True)
+def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover
+    """Apply the choice ``chosen`` (:func:`hpcgym.sim.core.run`, step mode) and build the next observation.
+
+    One compiled call per decision for the environments (each crossing from Python costs the arguments' typing).
+    Returns the engine's status (:data:`hpcgym.sim.core.DECIDE` or ``DONE``).
+    """
+    status = core.run(jobs, st, code, mode, chosen, True)
+    build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area)
+    return status

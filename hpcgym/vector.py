@@ -33,22 +33,28 @@ from hpcgym import observation
 from hpcgym.env import SchedulingEnv
 from hpcgym.sim import core
 from hpcgym.sim.engine import Buffers
-from hpcgym.sim.state import QE, QS, Jobs, State, T
+from hpcgym.sim.state import QE, QS, T
 
 
 @nb.njit(cache=True)
 def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0, inv_wait, inv_time,
               inv_area):  # pragma: no cover - compiled
-    """Apply each copy's action (a valid slot), run it to its next decision, and build its observation."""
+    """Apply each copy's action (a valid slot), run it to its next decision, and build its observation.
+
+    ``jobs`` and ``st`` are the batch's :class:`~hpcgym.sim.state.Jobs` and :class:`~hpcgym.sim.state.State` (2-D
+    arrays, one row per copy) as plain tuples; copy ``i`` runs on the first ``lengths[i]`` entries of its rows.
+    """
     for i in range(len(actions)):
         if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
             continue
         n = lengths[i]
-        ji = Jobs(jobs.submit[i, :n], jobs.hold[i, :n], jobs.wall[i, :n], jobs.nodes[i, :n], jobs.key[i, :n])
-        si = State(st.sc[i], st.start[i, :n], st.first[i, :n], st.res[i], st.q[i, :n + 1], st.cand[i, :n],
-                   st.heap[i, :n], st.rs[i, :n], st.pt[i], st.pu[i])
-        status[i] = core.run(ji, si, code, mode, si.q[si.sc[QS] + actions[i]], True)
-        observation.build_state(obs[i], mask[i], ji, si, clock0, inv_wait, inv_time, inv_area)
+        submit, hold, wall, nodes, key = jobs
+        sc, start, first, res, q, cand, heap, rs, pt, pu = st
+        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n])
+        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :n], rs[i, :n], pt[i],
+              pu[i])
+        status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0,
+                                     inv_wait, inv_time, inv_area)
 
 
 class SchedulingVectorEnv(gym.vector.VectorEnv):
@@ -73,6 +79,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.render_mode = None
         self.buffers = Buffers.allocate(template.window, (self.num_envs,))
+        self._arrays = tuple(self.buffers.jobs), tuple(self.buffers.state)  # plain tuples: quicker to pass to numba
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
         self._mask = np.zeros((self.num_envs, template.slots), bool)
         self.envs = [template.copy_for_vector(self.buffers.row(i), self._obs[i], self._mask[i])
@@ -103,8 +110,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         actions = self._checked(np.asarray(actions).reshape(self.num_envs))
         self._decisions += self._status != core.DONE
         t = self.envs[0]
-        b = self.buffers
-        _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, b.jobs, b.state, self._obs,
+        _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, *self._arrays, self._obs,
                   self._mask, t._clock0, t._inv_wait, t._inv_time, t._inv_area)
         reward = np.zeros(self.num_envs)
         terminated = self._status == core.DONE

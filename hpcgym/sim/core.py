@@ -103,6 +103,8 @@ def _needs_decision(mode, sc, q, nodes):  # pragma: no cover - compiled
 def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
     """The event loop. Apply ``chosen`` (step mode; -1: none), then run until a decision is due or all is done.
 
+    ``jobs`` and ``st`` are a :class:`~hpcgym.sim.state.Jobs` and a :class:`~hpcgym.sim.state.State`, or plain
+    tuples of the same arrays (cheaper to pass from Python: numba types a named tuple slowly at each call).
     Returns :data:`DECIDE` (only when ``external``) or :data:`DONE`.
     """
     # The named tuples are unpacked once, here: the helpers take arrays (see hpcgym.sim.queue).

@@ -102,6 +102,7 @@ class Simulator:
         b = self.buffers = buffers.prefix(n)
         self.jobs = None
         j, st = self._jobs, self._state = b.jobs, b.state
+        self.arrays = tuple(j), tuple(st)  # plain tuples: numba types them faster than named ones at each call
         j.submit[:], j.wall[:], j.nodes[:], j.hold[:] = submit, walltime, nodes, hold
         j.key[:] = static_keys(self.order.code, submit, walltime, nodes, np.zeros(n) if keys is None else keys)
         reset(j, st, self.nodes, append=True)
@@ -111,7 +112,7 @@ class Simulator:
         return self._run(-1)
 
     def _run(self, chosen: int) -> bool:
-        self._status = core.run(self._jobs, self._state, self.order.code, self.mode, chosen, True)
+        self._status = core.run(*self.arrays, self.order.code, self.mode, chosen, True)
         return self._status == core.DECIDE
 
     def sync(self, status: int, decisions: int) -> None:
@@ -124,12 +125,16 @@ class Simulator:
         Raises:
             ValueError: no decision is pending, or ``job`` is not waiting.
         """
+        self.check_choice(job)
+        self.decisions += 1
+        return self._run(int(job))
+
+    def check_choice(self, job: int) -> None:
+        """Raise ``ValueError`` unless a decision is pending and ``job`` waits (what :meth:`choose` checks)."""
         if self._status != core.DECIDE:
             raise ValueError("no decision is pending: the episode is done (call reset)")
         if not (0 <= job < len(self.start)) or self.start[job] >= 0 or self.submit[job] > self.now:
             raise ValueError(f"job {job} is not waiting; choose one of sim.queue ({len(self.queue)} jobs)")
-        self.decisions += 1
-        return self._run(int(job))
 
     @property
     def state(self) -> State:
