@@ -286,11 +286,15 @@ def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
             "invalid_action": "raise"}  # masked agents never choose an empty slot: if one does, that is a bug
 
 
-def training_workload(args: Args, data: Data) -> Any:
-    """What the agent trains on: the training part's windows, a synthesizer fitted on it, or both alternately."""
+def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
+    """What the agent trains on: the training part's windows, a synthesizer fitted on it, or both alternately.
+
+    ``synthesizer``: an already fitted model to use instead of fitting one (or loading the run cache's).
+    """
     if args.workload == "real":
         return data.fit
-    model = fitted_synthesizer(args, data.fit, data.machine.nodes, Path(args.runs_dir) / "cache")
+    model = synthesizer if synthesizer is not None else fitted_synthesizer(args, data.fit, data.machine.nodes,
+                                                                           Path(args.runs_dir) / "cache")
     return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
 
 
@@ -409,16 +413,20 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
     return scores, chosen
 
 
-def train(args: Args) -> Path:
-    """Train (or resume) and save ``model.zip`` (best on validation) and ``last.zip``; return the run folder."""
+def train(args: Args, synthesizer: Any = None) -> Path:
+    """Train (or resume) and save ``model.zip`` (best on validation) and ``last.zip``; return the run folder.
+
+    ``synthesizer``: a fitted model for ``--workload synthetic|mixed`` (e.g. one fit shared by several seeds, as
+    ``experiments.study`` does); default: fit ``args.synthesizer`` on the training part, or load it from the cache.
+    """
     import torch
     torch.set_num_threads(args.threads)
     folder = RunFolder(Path(args.runs_dir) / args.name, args.resume, args.overwrite)
     with folder:
-        return _train(args, folder.path)
+        return _train(args, folder.path, synthesizer)
 
 
-def _train(args: Args, run_dir: Path) -> Path:
+def _train(args: Args, run_dir: Path, synthesizer: Any = None) -> Path:
     from agents.callbacks import (
         AtomicCheckpointCallback,
         HyperparametersCallback,
@@ -431,7 +439,7 @@ def _train(args: Args, run_dir: Path) -> Path:
 
     hpcgym_io.write_text(run_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=2))
     data = load_data(args)
-    workload = training_workload(args, data)
+    workload = training_workload(args, data, synthesizer)
     env = make_env(args, data, workload, run_dir)
     model = make_model(args, env, run_dir)
     starts = validation_starts(args, data)

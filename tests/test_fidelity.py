@@ -1,4 +1,8 @@
-"""The fidelity report: noise floors are small, wrong traces are flagged, copies are caught, the CLI runs."""
+"""The fidelity report: building blocks, noise floors, wrong traces flagged, copies caught, the CLI runs.
+
+The v2 semantics (test-split reference, bootstrap baseline, privacy, validity, worst scores) are in
+``test_report_v2.py``.
+"""
 
 from __future__ import annotations
 
@@ -85,8 +89,8 @@ def test_lublin_on_theta_is_flagged(theta_train):
     assert auc > 0.9 and auc > floor + 0.1
     ks = fidelity.marginals(theta_train, lublin)["ks"]
     assert ks["walltime"] > 2 * fidelity.marginals(first, second).at["walltime", "ks"]
-    gates = fidelity.validity(theta_train, lublin)
-    assert gates["menu_synthetic"] < gates["menu_real"] - 0.3  # Theta's walltime menu is not Lublin's
+    gates = fidelity.shape(theta_train, lublin)
+    assert gates["menu_candidate"] < gates["menu_reference"] - 0.3  # Theta's walltime menu is not Lublin's
 
 
 def test_shuffled_interarrivals_lose_their_autocorrelation(theta_train):
@@ -103,7 +107,7 @@ def test_shuffled_interarrivals_lose_their_autocorrelation(theta_train):
 # ---- copies --------------------------------------------------------------------------------------------------
 def test_exact_copy_is_caught_but_indistinguishable(theta_train):
     copy = _copy(theta_train)
-    assert fidelity.validity(theta_train, copy)["exact_copy"] == 1.0
+    assert fidelity.exact_copy_share(theta_train, copy) == 1.0
     assert fidelity.c2st(theta_train, copy, max_rows=3000)["auc"] == pytest.approx(0.5, abs=0.05)
     holdout = traces.split(traces.load("theta"), "test")
     privacy = fidelity.dcr(theta_train, copy, holdout, max_rows=1000)
@@ -113,17 +117,19 @@ def test_exact_copy_is_caught_but_indistinguishable(theta_train):
 
 # ---- summary table -------------------------------------------------------------------------------------------
 def test_fidelity_table_rows_and_columns():
-    real = traces.load("lublin-256").iloc[:3000].reset_index(drop=True)
+    real = traces.load("lublin-256").iloc[:2000].reset_index(drop=True)
     real.attrs = dict(traces.load("lublin-256").attrs)
-    train = traces.split(real, "train")
-    synthetic = LublinModel(256).sample(len(train), seed=3)
-    table = fidelity.fidelity_table(train, synthetic, seed=0, holdout=traces.split(real, "test"))
+    train, test = traces.split(real, "train"), traces.split(real, "test")
+    synthetic = LublinModel(256).sample(len(test), seed=3)
+    table = fidelity.fidelity_table(train, synthetic, seed=0, holdout=test)
     assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
     assert list(table["metric"]) == list(fidelity.METRICS)
+    assert set(table["better"]) == {"lower", "higher"}
     numeric = table.drop(index=table.index[table["metric"] == "SDMetrics quality score"])
-    assert numeric[["real_vs_real", "synthetic_vs_real"]].notna().all().all()
-    without_holdout = fidelity.fidelity_table(train, synthetic, real.attrs["machine"])
-    assert without_holdout["real_vs_real"].iloc[-2] > 0  # the privacy floor falls back to half vs half
+    assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
+    with pytest.warns(UserWarning, match="holdout"):  # without a test split the second half of train stands in
+        without_holdout = fidelity.fidelity_table(train, synthetic, real.attrs["machine"])
+    assert list(without_holdout["metric"]) == list(fidelity.METRICS)
 
 
 def test_missing_sdmetrics_is_reported_not_raised(monkeypatch, theta_train):
@@ -147,8 +153,8 @@ def test_cli_writes_report_and_plots(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out / "report.md")
     text = (out / "report.md").read_text()
-    assert "## Summary" in text and "C2ST ROC AUC" in text and "noise floor" in text
-    assert "the first 1,400 of 1,500 jobs" in text  # a file longer than the train split is cut to its size
+    assert "## Summary" in text and "C2ST ROC AUC" in text and "floor (train vs test)" in text
+    assert "the first 600 of 1,500 jobs" in text  # a file longer than the test split is cut to its size
     for name in ("marginals.png", "correlation.png", "hourly.png", "scheduling.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text

@@ -1,0 +1,673 @@
+"""The synthetic-vs-real study as one command: does an agent trained on synthetic jobs schedule real ones well?
+
+Examples::
+
+    python -m experiments.study --trace theta --backfill easy --seeds 0 1 2 --out studies/theta
+    python -m experiments.study --quick --seeds 0 1 --out /tmp/study --jobs 2     # smoke preset, about 2 minutes
+    python -m experiments.study --sources real,arrivals,tvae --jobs 2
+    python -m experiments.study --backend ray --address auto                       # on a running Ray cluster
+    python -m experiments.study --seeds 0 1 2 3 4 -- --envs 8 --val-windows 8      # flags for every training run
+
+Sources (``--sources``, default all nine): ``real`` trains on the real training part; the generators
+``arrivals``, ``lublin``, ``gaussiancopula``, ``ctgan``, ``tvae``, ``copulagan`` and ``realtabformer`` train on
+samples of that model fitted on the training part; ``mixed`` trains on real windows and samples of
+``--mixed-with`` alternately (``experiments.train --workload mixed``). The training part is the train split (first
+70% of the trace) minus its validation tail, exactly as in ``experiments.train``.
+
+Stages (one progress line per item with its wall time, and a total per stage):
+
+1. fit: every generator once, on the training part, cached under ``--cache`` by a hash of the table, the model's
+   name, its settings and the fit seed, so the seeds and other studies share it.
+2. train: one ``experiments.train`` run per source x seed, in ``<out>/runs/<source>-s<seed>/`` (its settings,
+   checkpoints, ``learning_curve.csv``).
+3. evaluate: each run's agent, untrained and cloned networks, and every heuristic with and without backfilling,
+   on the same test windows of the real trace (``experiments.evaluate``, window seed 0; ``<run>/eval/``).
+4. fidelity: the fidelity report of ``synth.fidelity`` for each generator (a sample of ``--fidelity-jobs`` jobs
+   against the held-out test split). A failure here is reported, and loses no training result.
+5. report: ``study.csv`` (one row per source x seed x test window: the agent's bsld, wait and utilization, with
+   FCFS+EASY, the untrained and the cloned network on the same window), ``heuristics.csv``, ``sources.csv``,
+   ``fidelity.csv``, ``fidelity_vs_usefulness.csv``, ``timing.json``, ``report.md`` and ``figures/``.
+
+Resumable: fits in the cache, trained and evaluated runs and fidelity scores are skipped (a line says so); a run
+killed in the middle continues from its last checkpoint (``experiments.train --resume``). A run folder whose
+settings differ from the study's is refused (``--overwrite`` redoes it).
+
+Fit settings. Default: the synthesizers' own CPU defaults, each of which fits Theta's training part (13k jobs) in
+under 10 minutes on 2 CPU cores with one torch thread: gaussiancopula has no epochs (seconds); ctgan and copulagan
+100 epochs of batch 500 (about 5 CPU-min); tvae 300 epochs of batch 500 (about 3 CPU-min); realtabformer a 2-layer
+GPT-2 (n_embd 128, 4 heads), 10 epochs of batch 32 (about 6 CPU-min); arrivals and lublin about a second.
+``--full``: SDV's own 300 epochs for ctgan and copulagan, and REaLTabFormer's 6-layer GPT-2 (n_embd 768, 12 heads)
+for 100 epochs: hours on a CPU, meant for a GPU (``--device cuda``). ``--fit-params MODEL=JSON`` overrides any
+model's settings. ``--quick``: fits on the last 1,000 training jobs, 1 epoch; 256 training steps of 4 windows of
+64 jobs (32 slots), 2 validation windows of 256 jobs, 4 cloning episodes; 2 test windows of 256 jobs; fidelity
+on 1,000 jobs. Flags given explicitly win over the preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from experiments import train
+from experiments.study_report import RUN_MARKER
+from hpcgym import cli
+from hpcgym import io as hpcgym_io
+
+SOURCES = ("real", "arrivals", "lublin", "gaussiancopula", "ctgan", "tvae", "copulagan", "realtabformer", "mixed")
+GENERATORS = tuple(s for s in SOURCES if s not in ("real", "mixed"))
+#: models that train with torch and take a device
+SDV_TORCH = ("ctgan", "tvae", "copulagan")
+#: ``--full``: settings for a GPU
+FULL_FIT = {"ctgan": {"epochs": 300}, "copulagan": {"epochs": 300}, "tvae": {"epochs": 300},
+            "realtabformer": {"gpt2": {"n_layer": 6, "n_embd": 768, "n_head": 12}, "epochs": 100}}
+#: ``--quick``: the smoke preset
+QUICK_FIT = {"ctgan": {"epochs": 1}, "copulagan": {"epochs": 1}, "tvae": {"epochs": 1},
+             "realtabformer": {"epochs": 1, "gen_batch": 128}}
+QUICK = {"timesteps": 256, "eval_windows": 2, "eval_length": 256, "fit_rows": 1000, "fidelity_jobs": 1000}
+QUICK_TRAIN = ["--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64", "--slots", "32",
+               "--val-windows", "2", "--val-length", "256", "--val-every", "256", "--clone-episodes", "4",
+               "--checkpoint-every", "256"]
+#: train settings that may differ between a run folder and the study without redoing the run
+VOLATILE = {"resume", "overwrite", "quiet", "jobs", "threads", "seeds", "runs_dir"}
+STAGES = ("fit", "train", "evaluate", "fidelity", "report")
+
+
+@dataclass
+class Args:
+    """Every knob of the study (each one is a command-line flag; ``--`` passes the rest to every training run)."""
+
+    trace: str = field(default="theta", metadata={"help": "real trace (bundled name or file): its train split "
+                                                          "feeds the fits and the real agents, its test split "
+                                                          "the evaluation"})
+    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv; "
+                                                      "empty: from its name and header"})
+    machine: str = field(default="", metadata={"help": "the trace's machine: NAME or NODES[xCORES]; empty: the "
+                                                       "trace's own"})
+    columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs"})
+    backfill: str = field(default="easy", metadata={"help": "none | easy: the backfilling the agents train and "
+                                                            "play with (heuristics run with both)"})
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "training seeds (one run per "
+                                                                                  "source and seed)"})
+    sources: str = field(default=",".join(SOURCES), metadata={"help": "comma-separated training sources"})
+    out: str = field(default="", metadata={"help": "study folder; empty: studies/<trace>"})
+    cache: str = field(default="", metadata={"help": "fitted-synthesizer cache shared across studies; empty: "
+                                                     "synth-cache/ next to the study folder"})
+    mixed_with: str = field(default="arrivals", metadata={"help": "the generator of the 'mixed' source"})
+    timesteps: int = field(default=100_000, metadata={"help": "training steps per run"})
+    eval_windows: int = field(default=20, metadata={"help": "test windows every agent and heuristic plays"})
+    eval_length: int = field(default=1024, metadata={"help": "jobs per test window"})
+    fit_rows: int = field(default=0, metadata={"help": "fit the generators on the last N jobs of the training "
+                                                       "part (0: all)"})
+    fit_seed: int = field(default=0, metadata={"help": "seed of every fit (one fit serves all training seeds)"})
+    fit_params: list[str] = field(default_factory=list, metadata={"help": "MODEL=JSON settings over a model's "
+                                                                          "defaults, e.g. 'ctgan={\"epochs\": 300}'"})
+    full: bool = field(default=False, metadata={"help": "full-quality fits (ctgan/copulagan 300 epochs, a 6-layer "
+                                                        "REaLTabFormer for 100 epochs): for a GPU"})
+    device: str = field(default="cpu", metadata={"help": "cpu | cuda | auto: where the SDV neural models and "
+                                                         "REaLTabFormer fit (agents always train on the CPU)"})
+    fidelity_jobs: int = field(default=0, metadata={"help": "jobs sampled per generator for its fidelity report, "
+                                                            "scored against the test split's first as many jobs "
+                                                            "(0: the whole test split)"})
+    no_fidelity: bool = field(default=False, metadata={"help": "skip the fidelity stage"})
+    threads: int = field(default=1, metadata={"help": "torch threads per process (fits and training)"})
+    jobs: int = field(default=1, metadata={"help": "fits and runs at once (processes, or Ray CPUs)"})
+    backend: str = field(default="local", metadata={"help": "local | ray"})
+    address: str = field(default="", metadata={"help": "with --backend ray: the cluster address (e.g. auto); "
+                                                       "empty: a local Ray instance of --jobs CPUs"})
+    quick: bool = field(default=False, metadata={"help": "the smoke preset (see above); explicit flags win"})
+    overwrite: bool = field(default=False, metadata={"help": "redo runs whose settings differ from the study's"})
+    train_flags: list[str] = field(default_factory=list, metadata={"help": "after --: flags for every "
+                                                                           "experiments.train run"})
+
+    @property
+    def source_list(self) -> list[str]:
+        """The sources, in the canonical order."""
+        given = [s.strip().lower() for s in self.sources.split(",") if s.strip()]
+        return [s for s in SOURCES if s in given]
+
+    @property
+    def out_dir(self) -> Path:
+        """The study folder (absolute)."""
+        return Path(self.out or Path("studies") / Path(self.trace).name.split(".")[0]).resolve()
+
+    @property
+    def cache_dir(self) -> Path:
+        """The fit cache (absolute)."""
+        return Path(self.cache).resolve() if self.cache else self.out_dir.parent / "synth-cache"
+
+    @property
+    def generators(self) -> list[str]:
+        """The generators to fit: the synthetic sources, and ``mixed_with`` for ``mixed``."""
+        need = [s for s in self.source_list if s in GENERATORS]
+        if "mixed" in self.source_list and self.mixed_with not in need:
+            need.append(self.mixed_with)
+        return need
+
+
+CHOICES = {"backfill": ("none", "easy"), "backend": ("local", "ray"), "device": ("cpu", "cuda", "auto")}
+
+
+def _parser(defaults: dict[str, Any] | None = None) -> argparse.ArgumentParser:
+    ap = cli.ArgumentParser(prog="python -m experiments.study", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    for f in dataclasses.fields(Args):
+        flag, helptext = "--" + f.name.replace("_", "-"), f.metadata["help"]
+        if f.name == "train_flags":
+            ap.add_argument("train_flags", nargs=argparse.REMAINDER, help=helptext)
+        elif f.type in ("bool", bool):
+            ap.add_argument(flag, action="store_true", help=helptext)
+        elif str(f.type).startswith("list"):
+            kind = int if "int" in str(f.type) else str
+            default = f.default_factory()
+            ap.add_argument(flag, type=kind, nargs="+", default=default,
+                            help=helptext + (f" (default: {' '.join(map(str, default))})" if default else ""))
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type), str)
+            shown = f" (default: {f.default})" if f.default != "" else ""
+            ap.add_argument(flag, type=kind, default=f.default, help=helptext + shown)
+    if defaults:
+        ap.set_defaults(**defaults)
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Args:
+    """The command line as :class:`Args`, with the ``--quick`` preset under the flags given explicitly."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = _parser()
+    ns = vars(ap.parse_args(argv))
+    ns["train_flags"] = [a for a in ns["train_flags"] if a != "--"]
+    if ns["quick"]:
+        unset = object()
+        probe = _parser({f.name: unset for f in dataclasses.fields(Args)})
+        given = {k for k, v in vars(probe.parse_args(argv)).items() if v is not unset}
+        ns.update({k: v for k, v in QUICK.items() if k not in given})
+    args = Args(**ns)
+    for name, allowed in CHOICES.items():
+        if getattr(args, name) not in allowed:
+            ap.error(f"--{name} must be one of {allowed}")
+    unknown = [s for s in args.sources.split(",") if s.strip() and s.strip().lower() not in SOURCES]
+    if unknown or not args.source_list:
+        ap.error(f"--sources: unknown {unknown}; choose from {','.join(SOURCES)}")
+    if args.mixed_with not in GENERATORS:
+        ap.error(f"--mixed-with must be one of {GENERATORS}")
+    if not args.seeds or args.jobs < 1 or args.timesteps < 0 or args.eval_windows < 1:
+        ap.error("need --seeds, --jobs >= 1, --timesteps >= 0 and --eval-windows >= 1")
+    fit_params(args)  # fails early on a bad --fit-params
+    return args
+
+
+# ---- settings --------------------------------------------------------------------------------------------------
+def fit_params(args: Args) -> dict[str, dict[str, Any]]:
+    """Each generator's settings over its class defaults: the preset, then ``--fit-params``, then the device."""
+    out: dict[str, dict[str, Any]] = {g: {} for g in GENERATORS}
+    for preset, on in ((FULL_FIT, args.full), (QUICK_FIT, args.quick)):
+        if on:
+            for g, p in preset.items():
+                out[g].update(p)
+    for item in args.fit_params:
+        name, sep, text = item.partition("=")
+        if not sep or name.strip() not in out:
+            raise cli.UsageError(f"--fit-params {item!r}: expected MODEL=JSON with MODEL in {GENERATORS}")
+        try:
+            extra = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise cli.UsageError(f"--fit-params {item!r}: {exc}") from None
+        out[name.strip()].update(extra)
+    for g in SDV_TORCH:
+        out[g].setdefault("enable_gpu", args.device != "cpu")
+    out["realtabformer"].setdefault("device", args.device)
+    return out
+
+
+def train_args(args: Args, source: str, seed: int) -> train.Args:
+    """The ``experiments.train`` settings of one run (its parser and defaults, the preset and ``--`` flags)."""
+    workload = {"real": "real", "mixed": "mixed"}.get(source, "synthetic")
+    synthesizer = args.mixed_with if source == "mixed" else (source if source in GENERATORS else "arrivals")
+    argv = [*(QUICK_TRAIN if args.quick else []), *args.train_flags,
+            "--trace", args.trace, "--backfill", args.backfill, "--workload", workload, "--synthesizer", synthesizer,
+            "--seed", str(seed), "--timesteps", str(args.timesteps), "--eval-windows", str(args.eval_windows),
+            "--eval-length", str(args.eval_length), "--runs-dir", str(args.out_dir / "runs"),
+            "--run-name", f"{source}-s{seed}", "--threads", str(args.threads), "--quiet"]
+    for key in ("format", "machine", "columns"):
+        if getattr(args, key):
+            argv += [f"--{key}", getattr(args, key)]
+    return train.parse_args(argv)
+
+
+def fit_table(data: train.Data, rows: int) -> pd.DataFrame:
+    """The table the generators learn: the training part, or its last ``rows`` jobs."""
+    if not rows or rows >= len(data.fit):
+        return data.fit
+    table = data.fit.iloc[-rows:].reset_index(drop=True)
+    table.attrs = dict(data.fit.attrs)
+    return table
+
+
+def fit_key(table: pd.DataFrame, model: str, params: dict[str, Any], seed: int) -> str:
+    """The cache key of a fit: a hash of the training table, the model's name, its settings and the seed."""
+    from synth.base import table_hash
+
+    text = json.dumps({"table": table_hash(table), "model": model, "params": params, "seed": seed}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---- tasks (run in worker processes, Ray tasks, or in this process) -------------------------------------------
+@dataclass
+class FitTask:
+    """Fit one generator and save it to ``where`` (atomically: a temporary folder, then a rename)."""
+
+    model: str
+    params: dict[str, Any]
+    where: str
+    data_args: train.Args
+    rows: int
+    seed: int
+    threads: int
+
+
+@dataclass
+class RunTask:
+    """Train (or resume) one run, or evaluate it."""
+
+    stage: str  # "train" | "evaluate"
+    args: train.Args
+    synthesizer: str | None  # a fitted model's folder
+
+
+@dataclass
+class FidelityTask:
+    """Score generators' samples with the fidelity report; one JSON per generator."""
+
+    items: list[tuple[str, str, str]]  # (source, fitted model folder, output JSON)
+    data_args: train.Args
+    rows: int
+    jobs: int
+    threads: int
+
+
+def _log_to(path: Path):
+    """Send this task's prints (training notes, warnings) to a log file instead of the study's output."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a")  # closed by the ExitStack
+    stack = contextlib.ExitStack()
+    stack.enter_context(fh)
+    stack.enter_context(contextlib.redirect_stdout(fh))
+    stack.enter_context(contextlib.redirect_stderr(fh))
+    return stack
+
+
+def _set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+
+
+def do_fit(task: FitTask) -> dict[str, Any]:
+    """Fit and save one generator; return its fit seconds."""
+    import synth
+
+    where = Path(task.where)
+    with _log_to(where.parent / f"{where.name}.log"):
+        _set_threads(task.threads)
+        data = train.load_data(task.data_args)
+        model = synth.get(task.model, max_nodes=data.machine.nodes, **task.params)
+        model.fit(fit_table(data, task.rows), seed=task.seed)
+        tmp = where.with_name(f"{where.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save(tmp)
+        if where.exists():  # another study finished the same fit meanwhile: keep theirs
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, where)
+    return {"seconds": model.fit_seconds}
+
+
+def do_run(task: RunTask) -> dict[str, Any]:
+    """Train or evaluate one run; record the stage's seconds in the run's ``study-run.json``."""
+    from synth.base import Synthesizer
+
+    run_dir = Path(task.args.runs_dir) / task.args.name
+    started = time.perf_counter()
+    with _log_to(run_dir.parent / f"{run_dir.name}.log"):
+        if task.stage == "train":
+            model = Synthesizer.load(task.synthesizer) if task.synthesizer else None
+            train.train(task.args, model)
+        else:
+            train.evaluate_run(task.args, run_dir)
+    seconds = time.perf_counter() - started
+    marker = run_dir / RUN_MARKER
+    record = json.loads(marker.read_text()) if marker.exists() else {}
+    record[f"{task.stage}_s"] = seconds
+    if task.stage == "train":
+        record.pop("evaluate_s", None)  # a new network needs a new evaluation
+        record["synthesizer_dir"] = task.synthesizer  # the shared fit (args.json names only the model)
+    hpcgym_io.write_text(marker, json.dumps(record, indent=2))
+    return {"seconds": seconds}
+
+
+def fidelity_tables(train_table: pd.DataFrame, test: pd.DataFrame, samples: dict[str, pd.DataFrame],
+                    seed: int = 0) -> dict[str, pd.DataFrame | str]:
+    """Each sample's fidelity table (``metric, better, floor, bootstrap, value``), or the error it raised.
+
+    The one place that calls :mod:`synth.fidelity`: its v2 API (``prepare`` once, ``score`` per sample,
+    ``make_table``) when present, else ``fidelity_table(train, sample, holdout=test)``.
+    """
+    from synth import fidelity
+
+    out: dict[str, pd.DataFrame | str] = {}
+    refs = None
+    if all(hasattr(fidelity, f) for f in ("prepare", "score", "make_table")):
+        try:
+            refs = fidelity.prepare(train_table, test, seed=seed)
+        except Exception:  # noqa: BLE001 - reported, never fatal
+            return {name: traceback.format_exc(limit=3) for name in samples}
+    for name, sample in samples.items():
+        try:
+            if refs is not None:
+                table = fidelity.make_table(refs, {"value": fidelity.score(refs, sample)})
+            else:
+                table = fidelity.fidelity_table(train_table, sample, seed=seed, holdout=test)
+                table = table.rename(columns={"synthetic": "value", "synthetic_vs_real": "value",
+                                              "real_vs_real": "floor"})
+            if "better" not in table:
+                metrics = getattr(fidelity, "METRICS", {})
+                table["better"] = [metrics.get(m, (None, None))[1] for m in table["metric"]]
+            out[name] = table[[c for c in ("metric", "section", "better", "floor", "bootstrap", "value")
+                               if c in table]]
+        except Exception:  # noqa: BLE001 - reported, never fatal
+            out[name] = traceback.format_exc(limit=3)
+    return out
+
+
+def do_fidelity(task: FidelityTask) -> dict[str, Any]:
+    """Sample each generator and score the samples; write one JSON per generator (its table, or its error)."""
+    from hpcgym import traces
+    from synth.base import Synthesizer
+    from synth.report import head
+
+    started = time.perf_counter()
+    log = Path(task.items[0][2]).parent / "fidelity.log"
+    with _log_to(log):
+        _set_threads(task.threads)
+        data = train.load_data(task.data_args)
+        test = traces.split(traces.read(task.data_args.trace, **task.data_args.read_kwargs()), "test")
+        if task.jobs and task.jobs < len(test):
+            test = head(test, task.jobs)
+        samples, failed = {}, {}
+        for source, folder, _ in task.items:
+            try:
+                samples[source] = Synthesizer.load(folder).sample(len(test), seed=0)
+            except Exception:  # noqa: BLE001 - reported, never fatal
+                failed[source] = "sampling failed: " + traceback.format_exc(limit=3)
+        tables = {**fidelity_tables(fit_table(data, task.rows), test, samples), **failed}
+    seconds = (time.perf_counter() - started) / max(len(task.items), 1)
+    for source, _, path in task.items:
+        result = tables.get(source, "not computed")
+        body = {"source": source, "seconds": seconds, "test_jobs": len(test)}
+        if isinstance(result, str):
+            body["error"] = result
+        else:
+            body["table"] = json.loads(result.to_json(orient="records"))
+        hpcgym_io.write_text(Path(path), json.dumps(body, indent=1))
+    return {"seconds": seconds * len(task.items), "errors": sum(isinstance(t, str) for t in tables.values())}
+
+
+def run_task(task: FitTask | RunTask | FidelityTask) -> dict[str, Any]:
+    """Any task, with its error caught and returned as text (one failure does not stop the study)."""
+    fn: Callable[[Any], dict[str, Any]] = {FitTask: do_fit, RunTask: do_run, FidelityTask: do_fidelity}[type(task)]
+    try:
+        return fn(task)
+    except Exception:  # noqa: BLE001 - reported with the others at the end
+        return {"error": traceback.format_exc(limit=6)}
+
+
+def _indexed(item: tuple[int, Any]) -> tuple[int, dict[str, Any]]:
+    """``(index, task)`` -> ``(index, result)`` (for a pool's unordered map)."""
+    return item[0], run_task(item[1])
+
+
+# ---- executing -------------------------------------------------------------------------------------------------
+class Executor:
+    """Runs tasks in this process (``jobs=1``), in a pool of processes, or as Ray tasks; reports each as it ends."""
+
+    def __init__(self, backend: str, jobs: int, address: str = ""):
+        self.backend, self.jobs, self.address, self.pool = backend, jobs, address, None
+
+    def __enter__(self) -> Executor:
+        if self.backend == "ray":
+            import ray
+
+            ray.init(address=self.address or None, num_cpus=None if self.address else self.jobs,
+                     ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+            self.remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
+        elif self.jobs > 1:
+            import multiprocessing
+
+            self.pool = multiprocessing.get_context("spawn").Pool(self.jobs)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.backend == "ray":
+            import ray
+
+            ray.shutdown()
+        elif self.pool is not None:
+            # every task has ended (or the study is stopping): end the workers. Letting them exit by themselves
+            # (concurrent.futures' shutdown) took minutes once torch, SDV and transformers were loaded in them.
+            self.pool.terminate()
+            self.pool.join()
+
+    def map(self, tasks: list[Any], done: Callable[[int, dict[str, Any]], None]) -> list[dict[str, Any]]:
+        """Run ``tasks``; call ``done(index, result)`` as each ends; return the results in order."""
+        results: list[dict[str, Any]] = [{} for _ in tasks]
+
+        def finish(i: int, result: dict[str, Any]) -> None:
+            results[i] = result
+            done(i, result)
+
+        if self.backend == "ray":
+            import ray
+
+            refs = {self.remote.remote(t): i for i, t in enumerate(tasks)}
+            pending = list(refs)
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                finish(refs[ready[0]], ray.get(ready[0]))
+        elif self.pool is not None:
+            for i, result in self.pool.imap_unordered(_indexed, list(enumerate(tasks))):
+                finish(i, result)
+        else:
+            for i, t in enumerate(tasks):
+                finish(i, run_task(t))
+        return results
+
+
+# ---- the study -------------------------------------------------------------------------------------------------
+class Study:
+    """One study folder: plans each stage from what is on disk, runs what is missing, and writes the report."""
+
+    def __init__(self, args: Args):
+        self.args, self.out = args, args.out_dir
+        self.timing: dict[str, dict[str, Any]] = {}
+        self.failures: list[str] = []
+        self.base = train_args(args, "real", args.seeds[0])
+        self.data = train.load_data(self.base)
+        self.params = fit_params(args)
+        self.fits: dict[str, Path] = {}
+        self.runs = {(s, seed): train_args(args, s, seed) for s in args.source_list for seed in args.seeds}
+
+    def say(self, stage: str, text: str) -> None:
+        """One progress line."""
+        print(f"[{stage}] {text}", flush=True)
+
+    def _stage(self, stage: str, tasks: list[Any], labels: list[str], skipped: int,
+               on_ok: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+        started = time.perf_counter()
+        self.say(stage, f"{len(tasks)} to do, {skipped} done earlier (skipped)"
+                        + (f", {min(self.args.jobs, len(tasks))} at a time" if tasks else ""))
+
+        def done(i: int, result: dict[str, Any]) -> None:
+            if "error" in result:
+                self.failures.append(f"{stage} {labels[i]}: {result['error'].strip().splitlines()[-1]}")
+                self.say(stage, f"{labels[i]} FAILED after {time.perf_counter() - started:,.1f} s (see the report)")
+                (self.out / "errors").mkdir(parents=True, exist_ok=True)
+                (self.out / "errors" / f"{stage}-{labels[i]}.txt").write_text(result["error"])
+                return
+            self.say(stage, f"{labels[i]}: {result['seconds']:,.1f} s")
+            if on_ok:
+                on_ok(i, result)
+
+        if tasks:
+            self.executor.map(tasks, done)
+        wall = time.perf_counter() - started
+        self.timing[stage] = {"wall_s": wall, "done": len(tasks), "skipped": skipped}
+        self.say(stage, f"stage done in {wall:,.1f} s")
+
+    def fit_stage(self) -> None:
+        """Fit the generators the cache lacks."""
+        table = fit_table(self.data, self.args.fit_rows)
+        tasks, labels = [], []
+        for g in self.args.generators:
+            key = fit_key(table, g, self.params[g], self.args.fit_seed)
+            where = self.args.cache_dir / f"{self.base.trace_label}-{g}-{key}"
+            self.fits[g] = where
+            if (where / "manifest.json").exists():
+                self.say("fit", f"{g}: in the cache ({where.name}), skipped")
+                continue
+            tasks.append(FitTask(g, self.params[g], str(where), self.base, self.args.fit_rows, self.args.fit_seed,
+                                 self.args.threads))
+            labels.append(g)
+        self._stage("fit", tasks, labels, len(self.args.generators) - len(tasks))
+
+    def _state(self, run_dir: Path, targs: train.Args) -> str:
+        """``done``, ``trained``, ``resume``, ``new`` or ``overwrite``; other settings are an error."""
+        saved_file = run_dir / "args.json"
+        if not saved_file.exists():
+            return "new" if not run_dir.exists() or not any(run_dir.iterdir()) else "overwrite"
+        saved = json.loads(saved_file.read_text())
+        mine = dataclasses.asdict(targs)
+        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k) != mine[k])
+        if differ:
+            if not self.args.overwrite:
+                raise cli.UsageError(f"{run_dir} was trained with other settings ({', '.join(differ)}): use "
+                                     "another --out, or --overwrite to redo such runs")
+            return "overwrite"
+        marker = json.loads((run_dir / RUN_MARKER).read_text()) if (run_dir / RUN_MARKER).exists() else {}
+        if "train_s" in marker and (run_dir / "model.zip").exists():
+            return "done" if "evaluate_s" in marker and (run_dir / "eval" / "per_window.csv").exists() else "trained"
+        return "resume"
+
+    def train_stage(self) -> None:
+        """Train the runs not trained yet (resuming the interrupted ones)."""
+        states = {k: self._state(Path(a.runs_dir) / a.name, a) for k, a in self.runs.items()}
+        self.evaluated = [k for k, s in states.items() if s == "done"]
+        self.to_evaluate = [k for k, s in states.items() if s == "trained"]
+        tasks, keys = [], []
+        for key, state in states.items():
+            if state in ("done", "trained"):
+                continue
+            source, targs = key[0], self.runs[key]
+            targs = dataclasses.replace(targs, resume=state == "resume", overwrite=state == "overwrite")
+            if state == "resume":
+                self.say("train", f"{targs.name}: continuing an interrupted run from its last checkpoint")
+            gen = self.args.mixed_with if source == "mixed" else source
+            fitted = self.fits.get(gen) if source != "real" else None
+            if source != "real" and not (fitted and (fitted / "manifest.json").exists()):
+                self.failures.append(f"train {targs.name}: its generator {gen} has no fit")
+                continue
+            tasks.append(RunTask("train", targs, str(fitted) if fitted else None))
+            keys.append(key)
+        self._stage("train", tasks, [self.runs[k].name for k in keys],
+                    len(self.evaluated) + len(self.to_evaluate), lambda i, _: self.to_evaluate.append(keys[i]))
+
+    def evaluate_stage(self) -> None:
+        """Evaluate the runs trained but not evaluated."""
+        keys = [k for k in self.runs if k in set(self.to_evaluate)]
+        tasks = [RunTask("evaluate", self.runs[k], None) for k in keys]
+        self._stage("evaluate", tasks, [self.runs[k].name for k in keys], len(self.evaluated))
+
+    def fidelity_stage(self) -> None:
+        """Score the generators whose fidelity JSON (for this fit and these settings) is missing."""
+        if self.args.no_fidelity:
+            self.timing["fidelity"] = {"wall_s": 0.0, "done": 0, "skipped": 0}
+            self.say("fidelity", "skipped (--no-fidelity)")
+            return
+        items, have = [], 0
+        for g, path in self.fidelity_files().items():
+            fitted = self.fits[g]
+            if not (fitted / "manifest.json").exists():
+                continue
+            if path.exists() and "error" not in json.loads(path.read_text()):
+                have += 1
+                self.say("fidelity", f"{g}: scored earlier, skipped")
+                continue
+            items.append((g, str(fitted), str(path)))
+        tasks = [FidelityTask(items, self.base, self.args.fit_rows, self.args.fidelity_jobs, self.args.threads)]
+        label = ",".join(i[0] for i in items)
+        self._stage("fidelity", tasks if items else [], [label], have)
+        for _, _, path in items:
+            body = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+            if "error" in body:
+                self.failures.append(f"fidelity {body['source']}: {body['error'].strip().splitlines()[-1]}")
+
+    def fidelity_files(self) -> dict[str, Path]:
+        """Generator source -> its fidelity JSON for the current fit and ``--fidelity-jobs``."""
+        return {g: self.out / "fidelity" / f"{g}-{self.fits[g].name.rsplit('-', 1)[-1]}-n{self.args.fidelity_jobs}.json"
+                for g in self.args.source_list if g in GENERATORS and g in self.fits}
+
+    def report_stage(self) -> Path:
+        """Collect the results and write the tables, the figures and ``report.md``."""
+        from experiments import study_report
+
+        started = time.perf_counter()
+        self.timing["report"] = {"wall_s": 0.0, "done": 1, "skipped": 0}
+        path = study_report.write(self.out, self.args, self.runs, self.fits, self.fidelity_files(), self.timing,
+                                  self.failures)
+        self.timing["report"]["wall_s"] = time.perf_counter() - started
+        hpcgym_io.write_text(self.out / "timing.json", json.dumps(study_report.timing_table(
+            self.out, self.runs, self.fits, self.timing).to_dict(orient="records"), indent=2))
+        self.say("report", f"{path} in {self.timing['report']['wall_s']:,.1f} s")
+        return path
+
+    def run(self) -> Path:
+        """Every stage, in order."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        settings = {k: v for k, v in dataclasses.asdict(self.args).items()}
+        hpcgym_io.write_text(self.out / "study.json", json.dumps(settings, indent=2))
+        with Executor(self.args.backend, self.args.jobs, self.args.address) as self.executor:
+            self.fit_stage()
+            self.train_stage()
+            self.evaluate_stage()
+            self.fidelity_stage()
+        return self.report_stage()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study; exit 1 when a fit, run or fidelity score failed (the rest is still reported)."""
+    args = parse_args(argv)
+    started = time.time()
+    study = Study(args)
+    report = study.run()
+    print(f"study done in {time.time() - started:,.0f} s: {report}")
+    if study.failures:
+        print("failures:\n" + "\n".join(f"  {f}" for f in study.failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli.run(main))

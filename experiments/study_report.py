@@ -1,0 +1,421 @@
+"""The tables, figures and ``report.md`` of a study folder written by :mod:`experiments.study`.
+
+Everything here reads what the stages left on disk (the runs' ``eval/per_window.csv`` and ``learning_curve.csv``,
+the fidelity JSONs, the fits' manifests), so a report can be redrawn from a study folder at any time. Figures use
+matplotlib's Agg backend:
+
+- ``figures/bsld_by_source.png``: (a) the mean bounded slowdown of every source's agents (one dot per seed, the
+  mean over seeds, the seeds' range) with the heuristics as reference lines, and each source's share of the
+  real-trained agents' improvement over FCFS+EASY with its 95% bootstrap CI over seeds;
+- ``figures/fidelity_vs_usefulness.png``: (b) the Spearman rank correlation of every fidelity metric with the
+  usefulness of each generator's agents, and the best metric's scatter;
+- ``figures/learning_curves.png``: (c) validation bsld against training steps, one panel per source, one line
+  per seed.
+
+:func:`slowdown_curves` and :func:`figure_slowdown` serve ``experiments/notebooks/study_slowdown.ipynb``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+REFERENCE = "fcfs+easy"
+FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
+RUN_MARKER = "study-run.json"
+
+
+def _figure(**kw: Any):
+    """A figure outside pyplot (no global state, no backend switch): ``savefig`` renders it with Agg."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
+
+
+# ---- collecting ------------------------------------------------------------------------------------------------
+def run_dirs(runs: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], Path]:
+    """(source, seed) -> the run folder, for the runs that have an evaluation."""
+    out = {}
+    for key, targs in runs.items():
+        path = Path(targs.runs_dir) / targs.name
+        if (path / "eval" / "per_window.csv").exists():
+            out[key] = path
+    return out
+
+
+def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``study.csv`` (one row per source x seed x window) and ``heuristics.csv`` (one row per heuristic x window).
+
+    Raises:
+        ValueError: the runs were not evaluated on the same windows (:func:`experiments.compare.load_runs`).
+    """
+    from experiments import compare
+
+    if not dirs:
+        return pd.DataFrame(), pd.DataFrame()
+    compare.load_runs(list(dirs.values()))  # refuses runs evaluated on other windows
+    rows, heuristics = [], None
+    for (source, seed), path in dirs.items():
+        args = json.loads((path / "args.json").read_text())
+        pw = pd.read_csv(path / "eval" / "per_window.csv")
+        ref = pw[pw["scheduler"] == REFERENCE].set_index("window")["bsld"]
+        others = {kind: pw[pw["kind"] == kind].set_index("window")["bsld"] for kind in ("untrained", "cloned")}
+        for _, r in pw[pw["kind"] == "agent"].iterrows():
+            w = int(r["window"])
+            rows.append({"source": source, "seed": seed, "window": w, "run": path.name,
+                         "workload": args["workload"], "synthesizer": args["synthesizer"] if source != "real" else "",
+                         "backfill": r["backfill"], "bsld": r["bsld"], "wait": r["wait"],
+                         "utilization": r["utilization"], f"{REFERENCE}_bsld": ref.get(w, np.nan),
+                         **{f"{k}_bsld": v.get(w, np.nan) for k, v in others.items()}})
+        if heuristics is None:
+            heuristics = pw[pw["kind"] == "heuristic"].reset_index(drop=True)
+    return pd.DataFrame(rows), heuristics
+
+
+def sources_table(study: pd.DataFrame) -> pd.DataFrame:
+    """One row per source: its seeds' mean bsld, win rate against FCFS+EASY and share of the real agents' gain.
+
+    The seeds' mean bsld as mean, sd, min, max and median; the untrained and cloned networks' mean bsld; the share
+    of the real-trained agents' improvement over FCFS+EASY at the seed medians, with its 95% bootstrap CI over
+    seeds (:func:`experiments.compare.across_seeds`).
+    """
+    from experiments import compare
+
+    if study.empty:
+        return pd.DataFrame()
+    per_seed = study.groupby(["source", "seed"], sort=False).agg(bsld=("bsld", "mean"), ref=(f"{REFERENCE}_bsld",
+                                                                                            "mean"))
+    windows = study.rename(columns={"source": "trained_on", f"{REFERENCE}_bsld": "reference_bsld"})
+    shares = compare.across_seeds(windows).set_index("trained_on")
+    rows = []
+    for source, g in per_seed.groupby(level="source", sort=False):
+        v = g["bsld"].to_numpy()
+        s = study[study["source"] == source]
+        row = {"source": source, "seeds": len(v), "mean_bsld": v.mean(), "sd_bsld": v.std(ddof=1) if len(v) > 1
+               else np.nan, "min_seed": v.min(), "max_seed": v.max(), "median_bsld": np.median(v),
+               f"{REFERENCE}_bsld": g["ref"].mean(), "win_rate_vs_fcfs_easy": float((s["bsld"] <
+                                                                                    s[f"{REFERENCE}_bsld"]).mean()),
+               "untrained_bsld": s["untrained_bsld"].mean(), "cloned_bsld": s.get("cloned_bsld", pd.Series(
+                   dtype=float)).mean()}
+        for col in ("share_of_real_improvement", "share_ci_low", "share_ci_high"):
+            row[col] = shares.at[source, col] if col in shares else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fidelity_frame(paths: Mapping[str, Path]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The fidelity scores, long (``source, metric, section, better, value, floor, bootstrap``), and the errors."""
+    frames, errors = [], {}
+    for source, path in paths.items():
+        if not path.exists():
+            errors[source] = "not computed"
+            continue
+        body = json.loads(path.read_text())
+        if "error" in body:
+            errors[source] = body["error"].strip().splitlines()[-1]
+            continue
+        frames.append(pd.DataFrame(body["table"]).assign(source=source))
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), errors
+
+
+def predictors(fidelity: pd.DataFrame, sources: pd.DataFrame) -> pd.DataFrame:
+    """Per fidelity metric: the Spearman rank correlation, across generators, of its score with usefulness.
+
+    Usefulness is minus the median over seeds of the agents' mean bsld on the test windows (rank-equivalent to the
+    share of the real agents' improvement, and defined without a real source). ``rho_oriented`` flips the sign of
+    the metrics where lower is better, so that a positive value always means "better fidelity, more useful
+    agents"; the best predictor is the metric with the highest ``rho_oriented``.
+    """
+    from scipy.stats import spearmanr
+
+    if fidelity.empty or sources.empty:
+        return pd.DataFrame()
+    useful = -sources.set_index("source")["median_bsld"]
+    rows = []
+    for metric, g in fidelity.groupby("metric", sort=False):
+        x = g.set_index("source")["value"].astype(float).replace([np.inf, -np.inf], np.nan)
+        both = pd.concat([x, useful], axis=1, join="inner").dropna()
+        rho = np.nan
+        if len(both) >= 3 and both.iloc[:, 0].nunique() > 1 and both.iloc[:, 1].nunique() > 1:
+            rho = float(spearmanr(both.iloc[:, 0], both.iloc[:, 1]).statistic)
+        better = g["better"].iat[0] if "better" in g else None
+        sign = -1.0 if better == "lower" else 1.0
+        rows.append({"metric": metric, "section": g["section"].iat[0] if "section" in g else "", "better": better,
+                     "generators": len(both), "rho": rho, "rho_oriented": sign * rho if better else np.nan})
+    return pd.DataFrame(rows).sort_values("rho_oriented", ascending=False, na_position="last").reset_index(drop=True)
+
+
+# ---- figures ---------------------------------------------------------------------------------------------------
+def figure_bsld(study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, backfill: str, title: str):
+    """(a) Mean bsld per source with the seeds' spread and heuristic lines; share of the real improvement."""
+    fig = _figure(figsize=(12, 4.4))
+    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    names = list(sources["source"])
+    per_seed = study.groupby(["source", "seed"], sort=False)["bsld"].mean()
+    for i, s in enumerate(names):
+        v = per_seed.loc[s].to_numpy()
+        ax.scatter(np.full(len(v), i), v, s=14, color="#4477AA", alpha=0.7, zorder=3)
+        ax.errorbar(i, v.mean(), yerr=[[v.mean() - v.min()], [v.max() - v.mean()]], fmt="D", color="#E31A1C",
+                    capsize=4, zorder=4)
+    from experiments.plots import FAMILY_COLOURS
+
+    h = heuristics.groupby("scheduler")["bsld"].mean().sort_values()
+    shown = [k for k in h.index if k.endswith(f"+{backfill}") or k == REFERENCE]
+    for k in shown:
+        ax.axhline(h[k], ls="-" if k == REFERENCE else "--", lw=1.2 if k == REFERENCE else 0.9,
+                   color=FAMILY_COLOURS.get(k.split("+")[0], "grey"), label=f"{k} {h[k]:,.2f}")
+    if shown:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="heuristics", title_fontsize=7)
+    values = list(per_seed.to_numpy()) + [h[k] for k in shown if k in h.index]
+    if values and min(values) > 0 and max(values) / min(values) > 20:
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+    ax.set_ylabel("mean bounded slowdown (test windows)")
+    ax.set_title("agents per training source (dots: seeds; diamond: mean, bar: range)", fontsize=9)
+    share = sources["share_of_real_improvement"].to_numpy(dtype=float)
+    lo = share - sources["share_ci_low"].to_numpy(dtype=float)
+    hi = sources["share_ci_high"].to_numpy(dtype=float) - share
+    bx.errorbar(range(len(names)), share, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)], fmt="o", color="#228833",
+                capsize=4)
+    if np.isnan(share).all():
+        bx.text(0.5, 0.5, f"no share: the real agents did not beat {REFERENCE}\n(or no 'real' source)",
+                ha="center", va="center", fontsize=8, transform=bx.transAxes)
+    bx.axhline(1.0, color="#4477AA", lw=0.8, ls=":")
+    bx.axhline(0.0, color="black", lw=0.8)
+    bx.set_xticks(range(len(names)), names, rotation=35, ha="right")
+    bx.set_ylabel(f"share of the real agents' gain over {REFERENCE}")
+    bx.set_title("share at the seed medians, 95% bootstrap CI over seeds", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def figure_fidelity(fidelity: pd.DataFrame, preds: pd.DataFrame, sources: pd.DataFrame, title: str):
+    """(b) Rank correlation of each fidelity metric with usefulness; the best metric against usefulness."""
+    fig = _figure(figsize=(11, max(4.0, 0.18 * len(preds) + 1)))
+    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    p = preds.dropna(subset=["rho_oriented"]) if "rho_oriented" in preds else pd.DataFrame()
+    if p.empty:
+        ax.text(0.5, 0.5, "no fidelity scores to correlate", ha="center", transform=ax.transAxes)
+        bx.axis("off")
+    else:
+        ax.barh(range(len(p)), p["rho_oriented"], color=np.where(p["rho_oriented"] > 0, "#228833", "#CC6677"))
+        ax.set_yticks(range(len(p)), p["metric"], fontsize=7)
+        ax.invert_yaxis()
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_xlim(-1.05, 1.05)
+        ax.set_xlabel("Spearman rho with usefulness (oriented: > 0 = better fidelity, better agents)")
+        best = p["metric"].iat[0]
+        g = fidelity[fidelity["metric"] == best].set_index("source")["value"].astype(float)
+        med = sources.set_index("source")["median_bsld"]
+        both = pd.concat([g, med], axis=1, join="inner").dropna()
+        bx.scatter(both.iloc[:, 0], both.iloc[:, 1], color="#E31A1C")
+        for name, (x, y) in both.iterrows():
+            bx.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        bx.set_xlabel(f"{best} ({p['better'].iat[0]} is better)")
+        bx.set_ylabel("median over seeds of mean bsld (lower: more useful)")
+        bx.set_title(f"the best predictor (rho {p['rho_oriented'].iat[0]:+.2f}, {int(p['generators'].iat[0])} "
+                     "generators)", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def figure_curves(dirs: Mapping[tuple[str, int], Path], title: str):
+    """(c) Validation bsld against training steps: one panel per source, one line per seed."""
+    names = list(dict.fromkeys(s for s, _ in dirs))
+    cols = min(3, max(len(names), 1))
+    rows = max(1, -(-len(names) // cols))
+    fig = _figure(figsize=(3.6 * cols, 2.6 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
+    for ax, source in zip(axes.flat, names, strict=False):
+        for (s, seed), path in dirs.items():
+            curve = path / "learning_curve.csv"
+            if s != source or not curve.exists():
+                continue
+            df = pd.read_csv(curve)
+            df = df[~df["network"].astype(str).str.contains("not kept")]
+            ax.plot(df["timesteps"], df["val_bsld"], marker="o", ms=2, lw=1, label=f"seed {seed}")
+        ax.set_title(source, fontsize=9)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.supxlabel("training steps", fontsize=9)
+    fig.supylabel("validation bsld", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Save a figure as PNG (atomically)."""
+    from hpcgym import io as hpcgym_io
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    hpcgym_io.atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    return path
+
+
+# ---- timing ----------------------------------------------------------------------------------------------------
+def timing_table(out: Path, runs: Mapping[tuple[str, int], Any], fits: Mapping[str, Path],
+                 timing: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Per stage: this invocation's wall time, items done and skipped, and the items' seconds over all invocations."""
+    items: dict[str, float] = {s: 0.0 for s in ("fit", "train", "evaluate", "fidelity")}
+    for path in fits.values():
+        manifest = path / "manifest.json"
+        if manifest.exists():
+            items["fit"] += float(json.loads(manifest.read_text()).get("fit_seconds") or 0.0)
+    for targs in runs.values():
+        marker = Path(targs.runs_dir) / targs.name / RUN_MARKER
+        if marker.exists():
+            record = json.loads(marker.read_text())
+            items["train"] += record.get("train_s", 0.0)
+            items["evaluate"] += record.get("evaluate_s", 0.0)
+    for path in (out / "fidelity").glob("*.json"):
+        items["fidelity"] += float(json.loads(path.read_text()).get("seconds", 0.0))
+    rows = [{"stage": stage, "wall_s": t.get("wall_s", np.nan), "done": t.get("done", 0),
+             "skipped": t.get("skipped", 0), "item_seconds_all_runs": items.get(stage, np.nan)}
+            for stage, t in timing.items()]
+    return pd.DataFrame(rows)
+
+
+# ---- the report ------------------------------------------------------------------------------------------------
+def _md(df: pd.DataFrame, digits: int = 3) -> str:
+    if df.empty:
+        return "(none)\n"
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        cells = [f"{v:,.{digits}f}" if isinstance(v, float) else str(v) for v in r]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mapping[str, Path],
+          fidelity_files: Mapping[str, Path], timing: Mapping[str, Mapping[str, Any]], failures: list[str]) -> Path:
+    """Write the tables, the figures and ``report.md`` to ``out``; return the report's path.
+
+    ``runs``: (source, seed) -> the run's ``experiments.train`` settings; ``fits``: generator -> its cache folder;
+    ``fidelity_files``: generator -> its fidelity JSON.
+    """
+    from hpcgym import io as hpcgym_io
+
+    dirs = run_dirs(runs)
+    study, heuristics = collect(dirs)
+    sources = sources_table(study)
+    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources)):
+        hpcgym_io.write_table(df, out / f"{name}.csv")
+    fid, fid_errors = (pd.DataFrame(), {}) if args.no_fidelity else fidelity_frame(fidelity_files)
+    preds = predictors(fid, sources)
+    if not fid.empty:
+        wide = fid.pivot_table(index="metric", columns="source", values="value", sort=False).reset_index()
+        refs = fid.drop_duplicates("metric").set_index("metric")
+        for col in ("better", "floor", "bootstrap"):
+            if col in refs:
+                wide.insert(1, col, wide["metric"].map(refs[col]))
+        hpcgym_io.write_table(wide, out / "fidelity.csv")
+    hpcgym_io.write_table(preds, out / "fidelity_vs_usefulness.csv")
+    seeds = sorted({s for _, s in dirs})
+    label = (f"{args.trace}, backfill {args.backfill}, {len(seeds)} seeds {seeds}, {args.eval_windows} test windows "
+             f"x {args.eval_length} jobs")
+    figures = {}
+    if not study.empty:
+        figures["bsld_by_source"] = save_figure(figure_bsld(study, heuristics, sources, args.backfill, label),
+                                                out / "figures" / "bsld_by_source.png")
+        figures["fidelity_vs_usefulness"] = save_figure(figure_fidelity(fid, preds, sources, label),
+                                                        out / "figures" / "fidelity_vs_usefulness.png")
+        figures["learning_curves"] = save_figure(figure_curves(dirs, f"validation bsld per source ({label})"),
+                                                 out / "figures" / "learning_curves.png")
+    text = render(args, study, heuristics, sources, fid, preds, fid_errors, timing_table(out, runs, fits, timing),
+                  figures, failures, label)
+    path = out / "report.md"
+    hpcgym_io.write_text(path, text)
+    return path
+
+
+def render(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
+           preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame, figures: Mapping[str, Path],
+           failures: list[str], label: str) -> str:
+    """The text of ``report.md``."""
+    parts = [f"# Synthetic vs real: {args.trace}\n",
+             f"{label}. Agents trained on each source and evaluated on the same held-out test windows of the real "
+             f"trace (the last 30%); heuristics on the same windows. One value per seed is its agent's mean bounded "
+             f"slowdown over the windows.{' Quick smoke preset: the numbers mean nothing.' if args.quick else ''}"
+             + (" Fewer than five seeds: read the spread, not the ranking." if study.empty or
+                study["seed"].nunique() < 5 else "") + "\n",
+             "## Wall time\n", _md(timing[timing["stage"] != "report"], 1),
+             "`wall_s`: this invocation; `item_seconds_all_runs`: the items' own times, earlier invocations "
+             "included (fits: the manifests' fit seconds). The report's own time is in `timing.json`.\n"]
+    if failures:
+        parts += ["## Failures\n", "\n".join(f"- {f}" for f in failures) + "\n"]
+    parts += ["## (a) Bounded slowdown per source\n"]
+    if "bsld_by_source" in figures:
+        parts.append("![bsld per source](figures/bsld_by_source.png)\n")
+    cols = ["source", "seeds", "mean_bsld", "sd_bsld", "min_seed", "max_seed", "median_bsld",
+            "win_rate_vs_fcfs_easy", "share_of_real_improvement", "share_ci_low", "share_ci_high"]
+    parts.append(_md(sources[[c for c in cols if c in sources]] if not sources.empty else sources))
+    if not heuristics.empty:
+        h = heuristics.groupby("scheduler", sort=False)["bsld"].mean().sort_values().reset_index()
+        parts += ["Heuristics on the same windows (mean bsld over windows):\n", _md(h)]
+    parts += ["## (b) Fidelity against usefulness\n",
+              f"Fidelity: `synth.fidelity` on {args.fidelity_jobs or 'as many as the test split'} sampled jobs per "
+              "generator against the held-out test split (floor: the training table itself; bootstrap: a day-block "
+              "bootstrap of it). Usefulness: minus the median over seeds of the agents' mean bsld. rho: Spearman "
+              "rank correlation across the generators (few points: a weak test).\n"]
+    if "fidelity_vs_usefulness" in figures and not preds.empty:
+        parts.append("![fidelity vs usefulness](figures/fidelity_vs_usefulness.png)\n")
+    good = preds.dropna(subset=["rho_oriented"]) if not preds.empty else preds
+    if not good.empty:
+        parts.append(f"Best predictor: **{good['metric'].iat[0]}** (oriented rho {good['rho_oriented'].iat[0]:+.2f} "
+                     f"over {int(good['generators'].iat[0])} generators).\n")
+    parts.append(_md(preds, 2))
+    if fid_errors:
+        parts.append("Fidelity not available: " + "; ".join(f"{k}: {v}" for k, v in fid_errors.items()) + "\n")
+    parts += ["## (c) Learning curves\n"]
+    if "learning_curves" in figures:
+        parts.append("![learning curves](figures/learning_curves.png)\n")
+    parts.append("Files: `study.csv` (source x seed x window), `heuristics.csv`, `sources.csv`, `fidelity.csv`, "
+                 "`fidelity_vs_usefulness.csv`, `timing.json`, `runs/<source>-s<seed>/`.\n")
+    return "\n".join(parts)
+
+
+# ---- the notebook's slowdown curves ----------------------------------------------------------------------------
+def slowdown_curves(study_dir: Path) -> dict[str, np.ndarray]:
+    """Per-job bounded slowdowns pooled over seeds and windows: one array per source, and FCFS+EASY's."""
+    study = pd.read_csv(Path(study_dir) / "study.csv")
+    out: dict[str, np.ndarray] = {}
+    for source, g in study.groupby("source", sort=False):
+        values = []
+        for run in g["run"].unique():
+            jobs = pd.read_csv(Path(study_dir) / "runs" / run / "eval" / "per_job.csv")
+            values.append(jobs.loc[jobs["kind"] == "agent", "bsld"].to_numpy())
+            if REFERENCE not in out:
+                out[REFERENCE] = jobs.loc[jobs["scheduler"] == REFERENCE, "bsld"].to_numpy()
+        out[source] = np.concatenate(values)
+    return out
+
+
+def figure_slowdown(study_dir: Path):
+    """The tail ``P(bsld > x)`` of per-job bounded slowdown, one line per source (log axes)."""
+    from experiments.plots import survival
+
+    fig = _figure(figsize=(7, 4))
+    ax = fig.subplots()
+    for name, values in slowdown_curves(study_dir).items():
+        x, y = survival(values)
+        ax.step(x, y, where="post", lw=1.8 if name == REFERENCE else 1.1, label=name,
+                color="black" if name == REFERENCE else None, ls="--" if name == REFERENCE else "-")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bounded slowdown x")
+    ax.set_ylabel("P(bsld > x)")
+    ax.set_title(f"{Path(study_dir).name}: per-job slowdown of each source's agents (all seeds and windows)",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,148 @@
+"""The fidelity report v2: test-split reference, bootstrap baseline, privacy, validity, worst scores, directions."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn  # noqa: F401  (the C2ST and DCR need it)
+
+from hpcgym import jobs as jobtable
+from hpcgym import traces
+from synth import bootstrap, fidelity, render, validity
+from synth.lublin import LublinModel
+from synth.report import head
+
+N_JOBS = 6000  # SDSC-SP2's first 6,000 jobs: train 4,200, test 1,800; users return, the workload drifts
+
+
+@pytest.fixture(scope="module")
+def real() -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reader's note on the jobs it dropped
+        full = traces.load("sdsc-sp2")
+    return head(full, N_JOBS)
+
+
+@pytest.fixture(scope="module")
+def splits(real) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return traces.split(real, "train"), traces.split(real, "test")
+
+
+@pytest.fixture(scope="module")
+def refs(splits) -> fidelity.References:
+    return fidelity.prepare(*splits, seed=0)
+
+
+@pytest.fixture(scope="module")
+def result(real, splits, refs) -> dict:
+    synthetic = LublinModel(128).sample(len(splits[1]), seed=0)
+    return fidelity.evaluate(real, synthetic, seed=0, refs=refs)
+
+
+def _values(result: dict, column: str) -> pd.Series:
+    return result["table"].set_index("metric")[column]
+
+
+# ---- what the report holds -----------------------------------------------------------------------------------
+def test_report_has_bootstrap_privacy_validity_and_directions(result):
+    table = result["table"]
+    assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
+    assert list(table["metric"]) == list(fidelity.METRICS)
+    assert set(table["better"]) == {"lower", "higher"}
+    assert {"privacy", "validity", "scheduling", "c2st"} <= set(table["section"])
+    # the floor of validity is the real reader's: SDSC-SP2 drops about 9.5% of its jobs (run <= 0)
+    assert 0.05 < _values(result, "floor")["dropped share"] < 0.15
+    numeric = table[table["section"] != "sdmetrics"]
+    assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
+    text = render.render_markdown(result)
+    for needle in ("bootstrap of train", "## 6. Validity", "## 9. Privacy", "| better |", "test split (floor)",
+                   "95% bootstrap CI", "**Whole trace**"):
+        assert needle in text, needle
+    # the whole-trace replay has as many synthetic jobs as the test split
+    summary = result["synthetic"]["sections"]["scheduling"]["summary"]
+    assert summary.at["jobs", "synthetic"] == summary.at["jobs", "real"] == result["meta"]["jobs_test"]
+
+
+def test_reference_is_the_test_split(result, splits, refs):
+    """A copy of the *test* split is perfect; a bootstrap of *train* cannot beat the train-vs-test floor.
+
+    Against a train reference both would flip: the test copy would score the floor, and the bootstrap (train rows)
+    would look nearly indistinguishable (C2ST near 0.5, far below this drifting trace's floor).
+    """
+    floor, boot = _values(result, "floor"), _values(result, "bootstrap")
+    assert floor["C2ST ROC AUC"] > 0.7  # the workload drifts between the periods
+    assert boot["C2ST ROC AUC"] > floor["C2ST ROC AUC"] - 0.05
+    _, test = splits
+    oracle = test.copy()
+    oracle.attrs = dict(test.attrs)
+    values = fidelity.score(refs, oracle)["values"]
+    assert values["C2ST ROC AUC"] == pytest.approx(0.5, abs=0.05)
+    assert all(values[f"KS {c}"] == 0.0 for c in fidelity.NUMERIC)
+    assert values["KS wait (whole trace)"] == 0.0 and values["offered load gap (whole trace)"] == 0.0
+
+
+def test_bootstrap_leaks_more_than_the_test_split(result, splits):
+    boot, floor = _values(result, "bootstrap"), _values(result, "floor")
+    assert boot["exact-copy share"] == 1.0 and floor["exact-copy share"] < 0.3
+    assert boot["user-id reuse share"] == 1.0 and floor["user-id reuse share"] < 0.8
+    assert boot["DCR median"] == 0.0 < floor["DCR median"]
+    assert boot["share DCR < test p5"] > 0.9
+    # the bootstrap is made of whole train days: ordered submits, exact train rows, the train's hours of day
+    train, test = splits
+    b = bootstrap.day_bootstrap(train, len(test), seed=1)
+    assert len(b) == len(test) and b["submit"].is_monotonic_increasing and b["submit"].iat[0] == 0
+    assert fidelity.exact_copy_share(train, b) == 1.0
+    hours = fidelity.hourly_profile(b) - fidelity.hourly_profile(train)
+    assert 0.5 * np.abs(hours).sum() < 0.1
+
+
+# ---- validity and worst scores -------------------------------------------------------------------------------
+def test_validity_counts_the_raw_sample(splits):
+    _, test = splits
+    raw = test.iloc[:10].copy()
+    raw.attrs = {"postprocess": {"rejected: run <= 0": 5, "rounded nodes": 2}}
+    raw["nodes"] = raw["nodes"].astype(float)
+    raw.loc[0, "nodes"] = 0  # dropped
+    raw.loc[1, "nodes"] = 10_000  # more than the 128-node machine: dropped
+    raw.loc[2, "run"] = np.nan  # dropped
+    raw.loc[3, "nodes"] = 2.5  # rounded up
+    raw.loc[4, "submit"] = raw.loc[9, "submit"] + 1  # out of order: sorted
+    clean, v = validity.check(raw, 128)
+    assert v["raw_rows"] == 15 and v["valid_rows"] == len(clean) == 7
+    assert v["dropped"] == 5 + 3 and v["repaired"] == 2 + 1 + 1
+    assert v["invalid_share"] == pytest.approx(12 / 15)
+    assert clean["submit"].is_monotonic_increasing and clean["nodes"].iat[0] > 0
+    assert 3 in clean["nodes"].to_numpy()
+
+
+@pytest.mark.parametrize("kind", ["none", "empty frame", "empty table", "all invalid", "one row", "no columns"])
+def test_empty_or_invalid_sample_scores_worst(kind, real, splits, refs):
+    _, test = splits
+    bad = test.copy()
+    bad["nodes"] = 0
+    raw = {"none": None, "empty frame": pd.DataFrame(), "empty table": jobtable.empty(), "all invalid": bad,
+           "one row": test.iloc[:1], "no columns": pd.DataFrame({"x": [1, 2, 3]})}[kind]
+    out = fidelity.evaluate(real, raw, seed=0, refs=refs)
+    synthetic = _values(out, "synthetic")
+    assert all(synthetic[m] == fidelity.worst(m) for m in fidelity.METRICS)
+    for m, (_, better, _, worst) in fidelity.METRICS.items():
+        floor = _values(out, "floor")[m]
+        if not math.isnan(floor):
+            assert not fidelity.beats(worst, floor, better), m
+    render.render_markdown(out)  # draws a missing candidate without raising
+
+
+# ---- command line --------------------------------------------------------------------------------------------
+def test_report_fits_a_named_model_for_the_real_machine(real):
+    from hpcgym import machines
+    from synth.report import load_synthetic
+
+    train = traces.split(head(real, 1000), "train")
+    assert train["nodes"].max() < 128  # fitting without the machine size would take this as the machine
+    sample, source = load_synthetic("lublin", train, 300)
+    assert machines.get(sample.attrs["machine"]).nodes == 128
+    assert "model `lublin` fitted on the train split, 300 jobs" in source

@@ -1,0 +1,197 @@
+"""The synthetic-vs-real study: the quick preset end to end (all nine sources, two seeds), resumability, Ray, the
+report's tables and figures, the fidelity stage's graceful failure, and the study notebook."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import study, study_report
+
+REPO = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"
+SEEDS = [0, 1]
+WINDOWS = 2  # the quick preset's test windows
+
+
+def run(cmd, timeout=600):
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def study_cmd(out, *extra):
+    return [sys.executable, "-m", "experiments.study", "--quick", "--seeds", *map(str, SEEDS), "--out", str(out),
+            *extra]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """The quick study over all nine sources and two seeds, run once for the tests below."""
+    out = tmp_path_factory.mktemp("study") / "theta"
+    done = run(study_cmd(out, "--jobs", "2"))
+    return out, done.stdout
+
+
+@pytest.mark.slow
+def test_quick_study_writes_every_row_table_and_figure(quick):
+    out, stdout = quick
+    for stage in study.STAGES:
+        assert f"[{stage}]" in stdout  # a progress line per stage
+    rows = pd.read_csv(out / "study.csv")
+    assert len(rows) == len(study.SOURCES) * len(SEEDS) * WINDOWS
+    assert set(rows["source"]) == set(study.SOURCES) and sorted(rows["seed"].unique()) == SEEDS
+    assert not rows.duplicated(["source", "seed", "window"]).any()
+    assert rows[["bsld", "wait", "utilization", "fcfs+easy_bsld"]].notna().all().all()
+    heuristics = pd.read_csv(out / "heuristics.csv")
+    assert {"fcfs+easy", "fcfs+none", "sjf+easy", "wfp3+easy", "saf+none"} <= set(heuristics["scheduler"])
+    sources = pd.read_csv(out / "sources.csv").set_index("source")
+    assert sources.loc["real", "share_of_real_improvement"] == pytest.approx(1.0) or \
+        np.isnan(sources.loc["real", "share_of_real_improvement"])  # NaN when real did not beat FCFS+EASY
+    fidelity = pd.read_csv(out / "fidelity.csv")
+    assert set(study.GENERATORS) <= set(fidelity.columns) and {"floor", "bootstrap", "better"} <= set(fidelity)
+    report = (out / "report.md").read_text()
+    for name in study_report.FIGURES:
+        assert (out / "figures" / f"{name}.png").read_bytes()[:8] == PNG
+        assert f"(figures/{name}.png)" in report
+    assert "## Wall time" in report and "Best predictor" in report and "## Failures" not in report
+    timing = {t["stage"]: t for t in json.loads((out / "timing.json").read_text())}
+    assert set(timing) == set(study.STAGES) and timing["train"]["done"] == len(study.SOURCES) * len(SEEDS)
+    fits = [p for p in (out.parent / "synth-cache").iterdir() if (p / "manifest.json").exists()]
+    assert len(fits) == len(study.GENERATORS)  # one fit per generator, shared by both seeds
+
+
+@pytest.mark.slow
+def test_second_run_skips_everything_and_a_lost_evaluation_is_redone(quick):
+    out, _ = quick
+    models = sorted(out.glob("runs/*/model.zip"))
+    before = {p: p.stat().st_mtime_ns for p in models}
+    stdout = run(study_cmd(out, "--jobs", "2")).stdout
+    for stage in ("fit", "train", "evaluate"):
+        assert f"[{stage}] 0 to do" in stdout
+    assert "[fidelity] 0 to do" in stdout and "in the cache" in stdout
+    assert {p: p.stat().st_mtime_ns for p in models} == before
+    # what a kill during the evaluation leaves: the run is trained, its evaluation is not recorded
+    marker = out / "runs" / "tvae-s1" / study.RUN_MARKER
+    record = json.loads(marker.read_text())
+    marker.write_text(json.dumps({"train_s": record["train_s"]}))
+    stdout = run(study_cmd(out)).stdout
+    assert "[train] 0 to do" in stdout and "[evaluate] 1 to do" in stdout and "tvae-s1" in stdout
+    assert len(pd.read_csv(out / "study.csv")) == len(study.SOURCES) * len(SEEDS) * WINDOWS
+
+
+@pytest.mark.slow
+def test_interrupted_run_resumes_and_other_settings_are_refused(quick, tmp_path):
+    out, _ = quick
+    copy = tmp_path / "theta"
+    import shutil
+
+    shutil.copytree(out, copy)
+    (copy / "runs" / "real-s0" / study.RUN_MARKER).unlink()  # killed during training
+    stdout = run(study_cmd(copy, "--sources", "real", "--cache", str(out.parent / "synth-cache"))).stdout
+    assert "real-s0: continuing an interrupted run" in stdout and "[train] 1 to do" in stdout
+    done = subprocess.run(study_cmd(copy, "--sources", "real", "--timesteps", "300"), capture_output=True,
+                          text=True, cwd=REPO)
+    assert done.returncode == 2 and "other settings" in done.stderr
+
+
+@pytest.mark.slow
+def test_quick_study_on_local_ray(tmp_path):
+    # four sources (real, a generator fitted in seconds, a trained SDV model, mixed) to keep the test short
+    out = tmp_path / "ray"
+    stdout = run(study_cmd(out, "--backend", "ray", "--jobs", "2", "--sources",
+                           "real,lublin,gaussiancopula,mixed")).stdout
+    assert "[train] 8 to do" in stdout
+    rows = pd.read_csv(out / "study.csv")
+    assert len(rows) == 4 * len(SEEDS) * WINDOWS
+    assert (out / "figures" / "bsld_by_source.png").read_bytes()[:8] == PNG
+
+
+@pytest.mark.slow
+def test_study_notebook_draws_the_slowdown_curves(quick, tmp_path):
+    out, _ = quick
+    executed = tmp_path / "executed.ipynb"
+    notebook = REPO / "experiments" / "notebooks" / "study_slowdown.ipynb"
+    jupyter = Path(sys.executable).parent / "jupyter"
+    cmd = [str(jupyter)] if jupyter.exists() else [sys.executable, "-m", "jupyter"]
+    env = {**os.environ, "HPCGYM_STUDY": str(out)}
+    env.pop("MPLBACKEND", None)
+    done = subprocess.run([*cmd, "nbconvert", "--to", "notebook", "--execute", "--output", str(executed),
+                           str(notebook)], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "figures" / "slowdown.png").read_bytes()[:8] == PNG
+    nb = json.loads(executed.read_text())
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
+# ---- fast checks -------------------------------------------------------------------------------------------------
+def test_quick_preset_yields_to_explicit_flags():
+    args = study.parse_args(["--quick", "--eval-windows", "3", "--", "--envs", "2"])
+    assert args.eval_windows == 3 and args.timesteps == study.QUICK["timesteps"] and args.train_flags == ["--envs",
+                                                                                                          "2"]
+    targs = study.train_args(args, "mixed", 1)
+    assert (targs.envs, targs.workload, targs.synthesizer, targs.seed, targs.run_name) == (2, "mixed", "arrivals",
+                                                                                          1, "mixed-s1")
+    assert study.fit_params(args)["ctgan"]["epochs"] == 1 and not study.fit_params(args)["ctgan"]["enable_gpu"]
+    full = study.parse_args(["--full", "--fit-params", 'tvae={"epochs": 7}', "--device", "cuda"])
+    params = study.fit_params(full)
+    assert params["tvae"]["epochs"] == 7 and params["ctgan"]["epochs"] == 300 and params["ctgan"]["enable_gpu"]
+    assert params["realtabformer"]["device"] == "cuda"
+
+
+@pytest.mark.parametrize("argv", [["--sources", "real,gans"], ["--fit-params", "ctgan:3"],
+                                  ["--backend", "slurm"], ["--mixed-with", "real"]])
+def test_bad_flags_are_one_line_errors(argv):
+    from hpcgym import cli
+
+    with pytest.raises(cli.UsageError):
+        study.parse_args(argv)
+
+
+def test_help_documents_every_flag():
+    text = subprocess.run([sys.executable, "-m", "experiments.study", "--help"], capture_output=True, text=True,
+                          cwd=REPO).stdout
+    import dataclasses
+
+    for f in dataclasses.fields(study.Args):
+        if f.name != "train_flags":
+            assert "--" + f.name.replace("_", "-") in text
+    assert "10 minutes on 2 CPU cores" in text and "epochs" in text
+
+
+def test_fit_key_depends_on_table_model_settings_and_seed():
+    from hpcgym import traces
+
+    table = traces.split(traces.load("lublin-256"), "train").iloc[:500]
+    key = study.fit_key(table, "ctgan", {"epochs": 1}, 0)
+    assert key == study.fit_key(table.copy(), "ctgan", {"epochs": 1}, 0)
+    others = {study.fit_key(table.iloc[:400], "ctgan", {"epochs": 1}, 0), study.fit_key(table, "tvae", {"epochs": 1},
+              0), study.fit_key(table, "ctgan", {"epochs": 2}, 0), study.fit_key(table, "ctgan", {"epochs": 1}, 1)}
+    assert key not in others and len(others) == 4
+
+
+def test_a_failing_fidelity_report_is_reported_not_raised(monkeypatch):
+    from synth import fidelity
+
+    def broken(*a, **k):
+        raise RuntimeError("v2 in flux")
+
+    monkeypatch.setattr(fidelity, "prepare", broken)
+    out = study.fidelity_tables(pd.DataFrame(), pd.DataFrame(), {"ctgan": pd.DataFrame(), "tvae": None})
+    assert set(out) == {"ctgan", "tvae"} and all("v2 in flux" in v for v in out.values())
+
+
+def test_predictors_orient_the_metrics():
+    sources = pd.DataFrame({"source": list("abcd"), "median_bsld": [1.0, 2.0, 3.0, 4.0]})
+    fid = pd.DataFrame({"source": list("abcd") * 2, "metric": ["ks"] * 4 + ["quality"] * 4,
+                        "better": ["lower"] * 4 + ["higher"] * 4, "value": [0.1, 0.2, 0.3, 0.4, 0.9, 0.8, 0.7, 0.6]})
+    preds = study_report.predictors(fid, sources).set_index("metric")
+    assert preds.loc["ks", "rho"] == pytest.approx(-1.0) and preds.loc["ks", "rho_oriented"] == pytest.approx(1.0)
+    assert preds.loc["quality", "rho_oriented"] == pytest.approx(1.0)
