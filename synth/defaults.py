@@ -21,7 +21,7 @@ def default_workload(machine: Machine, train: pd.DataFrame | None):
     fraction of a second). Without one: for Trinity, the model calibrated to the published OpenTrinity statistics
     (:mod:`synth.trinity`, an approximation); for any other machine, the Lublin-Feitelson model scaled to it.
     """
-    if train is None and machine.nodes == TrinityModel.nodes and machine.name == "trinity":
+    if train is None and machine.name == "trinity":
         return TrinityModel()
     if train is None:
         return LublinModel(machine.nodes)

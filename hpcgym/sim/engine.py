@@ -105,7 +105,7 @@ class Simulator:
         self.arrays = tuple(j), tuple(st)  # plain tuples: numba types them faster than named ones at each call
         j.submit[:], j.wall[:], j.nodes[:], j.hold[:] = submit, walltime, nodes, hold
         j.key[:] = static_keys(self.order.code, submit, walltime, nodes, np.zeros(n) if keys is None else keys)
-        reset(j, st, self.nodes, append=True)
+        reset(st, self.nodes, append=True)
         self.submit, self.wall, self.job_nodes, self.hold, self.key, self.start = (
             j.submit, j.wall, j.nodes, j.hold, j.key, st.start)
         self.decisions = 0

@@ -145,24 +145,28 @@ def prefix(structure: Jobs | State, n: int) -> Jobs | State:
     return State(s.sc, s.start[:n], s.first[:n], s.res[:n], s.q[:n + 1], s.cand[:n], s.heap[:n], s.rs[:n], s.pt, s.pu)
 
 
-def reset(jobs: Jobs, state: State, total: int, append: bool, conservative: bool = False) -> None:
-    """An empty machine of ``total`` nodes at time 0, no job arrived yet."""
-    state.sc[:] = 0
-    state.sc[FREE], state.sc[NODES], state.sc[LAST_HEAD], state.sc[APPEND] = total, total, -1, int(append)
-    state.start[:] = -1
-    state.first[:] = -1
-    if conservative:
-        state.res[:] = -1
-        state.pt[0], state.pu[0] = 0, 0
-        state.sc[PM] = 1
+def reset(state: State, total: int, append: bool) -> None:
+    """An empty machine of ``total`` nodes at time 0, no job arrived yet (``append``: the queue in arrival order)."""
+    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, total, append)
+
+
+@nb.njit(cache=True)
+def clear(sc, start, first, res, pt, pu, total, append):  # pragma: no cover - compiled
+    """Reset the arrays of a :class:`State` in place (:func:`reset` and :func:`fresh` share it)."""
+    sc[:] = 0
+    sc[FREE], sc[NODES], sc[LAST_HEAD], sc[APPEND], sc[PM] = total, total, -1, append, 1
+    start[:] = -1
+    first[:] = -1
+    res[:] = -1
+    pt[0], pu[0] = 0, 0
 
 
 @nb.njit(cache=True)
 def fresh(n, total, append, conservative):  # pragma: no cover - compiled
     """A new, reset :class:`State` for ``n`` jobs (compiled: batch runs allocate one per call)."""
     p = n if conservative else 1
-    sc = np.zeros(N_SLOTS, np.int64)
-    sc[FREE], sc[NODES], sc[LAST_HEAD], sc[APPEND], sc[PM] = total, total, -1, append, 1
-    return State(sc, np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.full(p, -1, np.int64),
-                 np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
-                 np.zeros(2 * p + 4, np.int64), np.zeros(2 * p + 4, np.int64))
+    st = State(np.empty(N_SLOTS, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(p, np.int64),
+               np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+               np.empty(2 * p + 4, np.int64), np.empty(2 * p + 4, np.int64))
+    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, total, append)
+    return st
