@@ -32,10 +32,11 @@ Resumable: fits in the cache, trained and evaluated runs and fidelity scores are
 killed in the middle continues from its last checkpoint (``experiments.train --resume``). A run folder whose
 settings differ from the study's is refused (``--overwrite`` redoes it).
 
-Fit settings. Default: the synthesizers' own CPU defaults, each of which fits Theta's training part (13k jobs) in
-under 10 minutes on 2 CPU cores with one torch thread: gaussiancopula has no epochs (seconds); ctgan and copulagan
-100 epochs of batch 500 (about 5 CPU-min); tvae 300 epochs of batch 500 (about 3 CPU-min); realtabformer a 2-layer
-GPT-2 (n_embd 128, 4 heads), 10 epochs of batch 32 (about 6 CPU-min); arrivals and lublin about a second.
+Fit settings. Default: the synthesizers' own CPU defaults: gaussiancopula has no epochs; ctgan and copulagan 100
+epochs of batch 500; tvae 300 epochs of batch 500; realtabformer a 2-layer GPT-2 (n_embd 128, 4 heads), 10 epochs
+of batch 32. On Theta's train split (16k jobs), on 2 shared CPU cores, they took 1,182 s (ctgan), 484 s
+(copulagan), 318 s (tvae), 236 s (realtabformer), 2.5 s (gaussiancopula) and under a second (arrivals, lublin);
+see docs/study.md.
 ``--full``: SDV's own 300 epochs for ctgan and copulagan, and REaLTabFormer's 6-layer GPT-2 (n_embd 768, 12 heads)
 for 100 epochs: hours on a CPU, meant for a GPU (``--device cuda``). ``--fit-params MODEL=JSON`` overrides any
 model's settings. ``--quick``: fits on the last 1,000 training jobs, 1 epoch; 256 training steps of 4 windows of
