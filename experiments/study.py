@@ -34,9 +34,9 @@ settings differ from the study's is refused (``--overwrite`` redoes it).
 
 Fit settings. Default: the synthesizers' own CPU defaults: gaussiancopula has no epochs; ctgan and copulagan 100
 epochs of batch 500; tvae 300 epochs of batch 500; realtabformer a 2-layer GPT-2 (n_embd 128, 4 heads), 10 epochs
-of batch 32. On Theta's train split (16k jobs), on 2 shared CPU cores, they took 1,182 s (ctgan), 484 s
-(copulagan), 318 s (tvae), 236 s (realtabformer), 2.5 s (gaussiancopula) and under a second (arrivals, lublin):
-the target of 10 minutes on 2 CPU cores holds for all but ctgan. See docs/study.md.
+of batch 32. On Theta's train split (16k jobs), two fits at a time on 2 CPU cores (one torch thread each),
+they took 163 s (ctgan), 201 s (copulagan), 218 s (tvae), 249 s (realtabformer), 3.5 s (gaussiancopula) and under
+a second (arrivals, lublin) on 2026-11-24: all within the target of 10 minutes on 2 CPU cores. See docs/study.md.
 ``--full``: SDV's own 300 epochs for ctgan and copulagan, and REaLTabFormer's 6-layer GPT-2 (n_embd 768, 12 heads)
 for 100 epochs: hours on a CPU, meant for a GPU (``--device cuda``). ``--fit-params MODEL=JSON`` overrides any
 model's settings. ``--quick``: fits on the last 1,000 training jobs, 1 epoch; 256 training steps of 4 windows of
