@@ -19,7 +19,8 @@ Stages (one progress line per item with its wall time, and a total per stage):
 1. fit: every generator once, on the training part, cached under ``--cache`` by a hash of the table, the model's
    name, its settings and the fit seed, so the seeds and other studies share it.
 2. train: one ``experiments.train`` run per source x seed, in ``<out>/runs/<source>-s<seed>/`` (its settings,
-   checkpoints, ``learning_curve.csv``).
+   checkpoints, ``learning_curve.csv``). A synthetic run samples ``--sample-pool`` jobs once, with its seed, and
+   trains on windows of them: sampling a window per episode made a realtabformer run take hours.
 3. evaluate: each run's agent, untrained and cloned networks, and every heuristic with and without backfilling,
    on the same test windows of the real trace (``experiments.evaluate``, window seed 0; ``<run>/eval/``).
 4. fidelity: the fidelity report of ``synth.fidelity`` for each generator (a sample of ``--fidelity-jobs`` jobs
@@ -39,9 +40,9 @@ they took 163 s (ctgan), 201 s (copulagan), 218 s (tvae), 249 s (realtabformer),
 a second (arrivals, lublin) on 2026-11-24: all within the target of 10 minutes on 2 CPU cores. See docs/study.md.
 ``--full``: SDV's own 300 epochs for ctgan and copulagan, and REaLTabFormer's 6-layer GPT-2 (n_embd 768, 12 heads)
 for 100 epochs: hours on a CPU, meant for a GPU (``--device cuda``). ``--fit-params MODEL=JSON`` overrides any
-model's settings. ``--quick``: fits on the last 1,000 training jobs, 1 epoch; 256 training steps of 4 windows of
-64 jobs (32 slots), 2 validation windows of 256 jobs, 4 cloning episodes; 2 test windows of 256 jobs; fidelity
-on 1,000 jobs. Flags given explicitly win over the preset.
+model's settings. ``--quick``: fits on the last 1,000 training jobs, 1 epoch; pools of 2,048 jobs; 256 training
+steps of 4 windows of 64 jobs (32 slots), 2 validation windows of 256 jobs, 4 cloning episodes; 2 test windows of
+256 jobs; fidelity on 1,000 jobs. Flags given explicitly win over the preset.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ FULL_FIT = {"ctgan": {"epochs": 300}, "copulagan": {"epochs": 300}, "tvae": {"ep
 #: ``--quick``: the smoke preset
 QUICK_FIT = {"ctgan": {"epochs": 1}, "copulagan": {"epochs": 1}, "tvae": {"epochs": 1},
              "realtabformer": {"epochs": 1, "gen_batch": 128}}
-QUICK = {"timesteps": 256, "eval_windows": 2, "eval_length": 256, "fit_rows": 1000, "fidelity_jobs": 1000}
+QUICK = {"sample_pool": 2048, "timesteps": 256, "eval_windows": 2, "eval_length": 256, "fit_rows": 1000,
+         "fidelity_jobs": 1000}
 QUICK_TRAIN = ["--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64", "--slots", "32",
                "--val-windows", "2", "--val-length", "256", "--val-every", "256", "--clone-episodes", "4",
                "--checkpoint-every", "256"]
@@ -108,6 +110,9 @@ class Args:
     cache: str = field(default="", metadata={"help": "fitted-synthesizer cache shared across studies; empty: "
                                                      "synth-cache/ next to the study folder"})
     mixed_with: str = field(default="arrivals", metadata={"help": "the generator of the 'mixed' source"})
+    sample_pool: int = field(default=50_000, metadata={"help": "jobs each synthetic run samples once (with its "
+                                                               "seed) and trains on windows of (experiments.train "
+                                                               "--sample-pool); 0: a new sample every episode"})
     timesteps: int = field(default=100_000, metadata={"help": "training steps per run"})
     eval_windows: int = field(default=20, metadata={"help": "test windows every agent and heuristic plays"})
     eval_length: int = field(default=1024, metadata={"help": "jobs per test window"})
@@ -246,6 +251,8 @@ def train_args(args: Args, source: str, seed: int) -> train.Args:
     for key in ("format", "machine", "columns"):
         if getattr(args, key):
             argv += [f"--{key}", getattr(args, key)]
+    if workload != "real":
+        argv += ["--sample-pool", str(args.sample_pool)]
     return train.parse_args(argv)
 
 

@@ -57,6 +57,9 @@ class Args:
     columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs, e.g. "
                                                        "interarrival=interval,run=run_time,nodes=node_num"})
     synthesizer: str = field(default="arrivals", metadata={"help": "synthesizer for --workload synthetic|mixed"})
+    sample_pool: int = field(default=0, metadata={"help": "sample this many jobs from the synthesizer once (seeded by "
+                                                          "--seed) and train on windows of them; 0: a new sample "
+                                                          "every episode (slow for realtabformer and the SDV models)"})
     algo: str = field(default="ppo", metadata={"help": "ppo (sb3-contrib MaskablePPO) | dqn (masked DQN)"})
     policy: str = field(default="scorer", metadata={"help": "scorer (shared per-slot job scorer) | mlp"})
     timesteps: int = field(default=100_000, metadata={"help": "agent decisions to train for (all envs together)"})
@@ -160,6 +163,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
             ap.error(f"--{name.replace('_', '-')} must be one of {allowed}")
     if args.envs < 1 or args.timesteps < 0:
         ap.error("--envs must be >= 1 and --timesteps >= 0")
+    if args.sample_pool:
+        _check_pool(ap, args)
     return args
 
 
@@ -243,6 +248,34 @@ class MixedWorkload:
         return self.model.sample(n_jobs, seed=seed)
 
 
+def _check_pool(ap: argparse.ArgumentParser, args: Args) -> None:
+    from hpcgym.env import SCALE_SAMPLE_JOBS
+
+    least = max(args.window, SCALE_SAMPLE_JOBS)  # the environment samples that many jobs for its scales
+    if args.sample_pool < least:
+        ap.error(f"--sample-pool ({args.sample_pool}) must be 0 or at least {least} (--window, and the "
+                 f"{SCALE_SAMPLE_JOBS} jobs the environment's scales come from)")
+
+
+class PooledSampler:
+    """Windows of one large sample of a synthesizer (``sample(n_jobs, seed)`` is a window of it).
+
+    One call to a slow sampler instead of one per episode: REaLTabFormer takes about 1 s per 256-job window on
+    Theta, which made a 100,000-step run take hours. The pool is drawn with the run's seed, so it is reproducible.
+    """
+
+    def __init__(self, model: Any, n_jobs: int, seed: int):
+        from hpcgym import jobs as jobtable
+
+        self.pool = jobtable.finalize(model.sample(n_jobs, seed=seed))
+
+    def sample(self, n_jobs: int, seed: int) -> pd.DataFrame:
+        """A window of ``n_jobs`` consecutive pooled jobs, from a start drawn with ``seed``."""
+        from hpcgym import traces
+
+        return traces.window(self.pool, n_jobs, rng=seed)
+
+
 @dataclass
 class Data:
     """The parts of the real trace a run uses."""
@@ -295,6 +328,8 @@ def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
         return data.fit
     model = synthesizer if synthesizer is not None else fitted_synthesizer(args, data.fit, data.machine.nodes,
                                                                            Path(args.runs_dir) / "cache")
+    if args.sample_pool:
+        model = PooledSampler(model, args.sample_pool, args.seed)
     return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
 
 

@@ -192,3 +192,42 @@ def test_resume_skips_a_damaged_checkpoint(tmp_path):
     out = run([sys.executable, "-m", "experiments.train", "--runs-dir", str(tmp_path), "--run-name", "r", "--resume",
                "--timesteps", "1280"])
     assert "not a complete checkpoint" in out.stderr and num_timesteps(tmp_path / "r") >= 1280
+
+
+class _CountingModel:
+    """A stand-in synthesizer: windows of the bundled Lublin trace, and how often it was asked."""
+
+    def __init__(self):
+        from hpcgym import traces
+
+        self.table, self.calls = traces.load("lublin-256"), 0
+
+    def sample(self, n_jobs, seed):
+        from hpcgym import traces
+
+        self.calls += 1
+        return traces.window(self.table, n_jobs, rng=seed)
+
+
+def test_sample_pool_samples_once_and_is_seeded():
+    from experiments import train
+
+    model = _CountingModel()
+    pool = train.PooledSampler(model, 3000, seed=7)
+    windows = [pool.sample(256, seed=s) for s in range(20)]
+    assert model.calls == 1 and len(pool.pool) == 3000
+    assert all(len(w) == 256 and w["submit"].iat[0] == 0 for w in windows)
+    assert len({int(w.attrs["window_start"]) for w in windows}) > 1  # different seeds, different windows
+    again = train.PooledSampler(_CountingModel(), 3000, seed=7)
+    pd.testing.assert_frame_equal(again.sample(256, seed=3), windows[3])
+    other = train.PooledSampler(_CountingModel(), 3000, seed=8)
+    assert not other.pool["job_id"].equals(pool.pool["job_id"])
+
+
+def test_sample_pool_must_hold_the_scale_sample():
+    from experiments import train
+    from hpcgym.cli import UsageError
+
+    with pytest.raises(UsageError, match="at least 1024"):
+        train.parse_args(["--workload", "synthetic", "--sample-pool", "500"])
+    assert train.parse_args(["--workload", "synthetic", "--sample-pool", "2048"]).sample_pool == 2048
