@@ -12,12 +12,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from hpcgym.sim.policy import FCFS
 from hpcgym.sim.queue import compact, heap_push, ordered, sort_by_priority
-from hpcgym.sim.state import ARRIVED, ENDED, FREE, HN, NEXT, NODES, PM, QE, QS
+from hpcgym.sim.state import ARRIVED, ENDED, FREE, HN, NEXT, NODES, PM, QE, QS, borrowing
 
 
 # ---- the profile ----------------------------------------------------------------------------------------------
-@nb.njit(cache=True)
+@borrowing
 def _point(pt, pu, m, a):  # pragma: no cover - compiled
     """Make ``a`` a change point of the profile; return (its index, new m)."""
     pos = np.searchsorted(pt[:m], a)
@@ -31,7 +32,7 @@ def _point(pt, pu, m, a):  # pragma: no cover - compiled
     return pos, m + 1
 
 
-@nb.njit(cache=True)
+@borrowing
 def _unpoint(pt, pu, m, k):  # pragma: no cover - compiled
     """Drop change point ``k`` if it changes nothing (keeps the profile as small as the live intervals)."""
     if k == 0 or k >= m or pu[k] != pu[k - 1]:
@@ -42,7 +43,7 @@ def _unpoint(pt, pu, m, k):  # pragma: no cover - compiled
     return m - 1
 
 
-@nb.njit(cache=True)
+@borrowing
 def use(sc, pt, pu, a, b, amount):  # pragma: no cover - compiled
     """Add ``amount`` nodes in use over ``[a, b)``."""
     lo, m = _point(pt, pu, sc[PM], a)
@@ -53,7 +54,7 @@ def use(sc, pt, pu, a, b, amount):  # pragma: no cover - compiled
     sc[PM] = _unpoint(pt, pu, m, lo)
 
 
-@nb.njit(cache=True)
+@borrowing
 def earliest(sc, pt, pu, need, length):  # pragma: no cover - compiled
     """Earliest change point u with ``need`` nodes free over ``[u, u + length)``."""
     m, total = sc[PM], sc[NODES]
@@ -73,7 +74,7 @@ def earliest(sc, pt, pu, need, length):  # pragma: no cover - compiled
     return pt[m - 1]
 
 
-@nb.njit(cache=True)
+@borrowing
 def advance(sc, pt, pu, t):  # pragma: no cover - compiled
     """Forget the profile before ``t`` (so that ``pt[0] == t``)."""
     k0, m = _point(pt, pu, sc[PM], t)
@@ -85,7 +86,7 @@ def advance(sc, pt, pu, t):  # pragma: no cover - compiled
     sc[PM] = m
 
 
-@nb.njit(cache=True)
+@borrowing
 def reserve(order, move, sc, res, pt, pu, wall, nodes):  # pragma: no cover - compiled
     """Give each job of ``order`` its earliest slot (``move``: first give up its current one)."""
     for j in order:
@@ -95,7 +96,7 @@ def reserve(order, move, sc, res, pt, pu, wall, nodes):  # pragma: no cover - co
         use(sc, pt, pu, res[j], res[j] + wall[j], nodes[j])
 
 
-@nb.njit(cache=True)
+@borrowing
 def _launch(j, t, sc, begin, heap, hold, nodes):  # pragma: no cover - compiled
     """Start ``j`` at ``t``. Unlike :func:`hpcgym.sim.events.start`, no estimated end: the profile holds them."""
     begin[j] = t
@@ -104,10 +105,11 @@ def _launch(j, t, sc, begin, heap, hold, nodes):  # pragma: no cover - compiled
 
 
 # ---- the pass -----------------------------------------------------------------------------------------------
-@nb.njit(cache=True)
-def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold, wall, nodes,
-             key):  # pragma: no cover - compiled
-    """The pass at ``t``: hand back early ends, compress, reserve the arrivals, start the jobs whose slot is now."""
+# The pass is split so that the steps run at every event borrow their arrays (hpcgym.sim.state.borrowing); the two
+# that allocate run only when needed (an early end; arrivals under a policy other than FCFS).
+@borrowing
+def hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # pragma: no cover - compiled
+    """Forget the past, and hand back the rest of the intervals of the jobs that ended early; True if any did."""
     advance(sc, pt, pu, t)
     early = False
     for k in range(sc[ENDED]):  # the jobs that ended now (events.release wrote them to cand)
@@ -115,17 +117,41 @@ def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold
         if t < begin[j] + wall[j]:  # before its estimate: hand back the rest of its interval
             use(sc, pt, pu, t, begin[j] + wall[j], -nodes[j])
             early = True
-    i0, i1 = sc[ARRIVED], sc[NEXT]
-    if early:
-        # Compress the jobs that waited before now, in order of current reservation (ties: priority), so that a
-        # job never keeps a slot that only existed because of a later-moved job's old reservation.
-        order = ordered(sc, q, code, t, submit, wall, nodes, key)
-        old = order[order < i0]
-        reserve(old[np.argsort(res[old], kind="mergesort")], True, sc, res, pt, pu, wall, nodes)
-    if i1 > i0:
-        new = sort_by_priority(np.arange(i0, i1), code, t, submit, wall, nodes, key)
-        reserve(new, False, sc, res, pt, pu, wall, nodes)
-        first[new] = res[new]
+    return early
+
+
+@nb.njit(cache=True)
+def compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key):  # pragma: no cover - compiled
+    """Move every job that waited before now to its earliest slot, in order of current reservation.
+
+    Ties go by priority, so that a job never keeps a slot that only existed because of a later-moved job's old
+    reservation. It allocates (the orders), so it is called only after an early end.
+    """
+    order = ordered(sc, q, code, t, submit, wall, nodes, key)
+    old = order[order < sc[ARRIVED]]
+    reserve(old[np.argsort(res[old], kind="mergesort")], True, sc, res, pt, pu, wall, nodes)
+
+
+@borrowing
+def reserve_arrivals(sc, first, res, pt, pu, wall, nodes):  # pragma: no cover - compiled
+    """Reserve the arrivals in arrival order (FCFS's)."""
+    for j in range(sc[ARRIVED], sc[NEXT]):
+        res[j] = earliest(sc, pt, pu, nodes[j], wall[j])
+        use(sc, pt, pu, res[j], res[j] + wall[j], nodes[j])
+        first[j] = res[j]
+
+
+@nb.njit(cache=True)
+def reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key):  # pragma: no cover - compiled
+    """Reserve the arrivals in the policy's order (it allocates: the order)."""
+    new = sort_by_priority(np.arange(sc[ARRIVED], sc[NEXT]), code, t, submit, wall, nodes, key)
+    reserve(new, False, sc, res, pt, pu, wall, nodes)
+    first[new] = res[new]
+
+
+@borrowing
+def start_due(t, sc, q, res, begin, heap, hold, nodes):  # pragma: no cover - compiled
+    """Start the jobs whose reservation is now."""
     started = False
     for k in range(sc[QS], sc[QE]):
         j = q[k]
@@ -134,3 +160,17 @@ def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold
             started = True
     if started:
         compact(sc, q, begin)
+
+
+@nb.njit(cache=True, inline="always")
+def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold, wall, nodes,
+             key):  # pragma: no cover - compiled
+    """The pass at ``t``: hand back early ends, compress, reserve the arrivals, start the jobs whose slot is now."""
+    if hand_back(t, sc, pt, pu, cand, begin, wall, nodes):
+        compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)
+    if sc[NEXT] > sc[ARRIVED]:
+        if code == FCFS:
+            reserve_arrivals(sc, first, res, pt, pu, wall, nodes)
+        else:
+            reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key)
+    start_due(t, sc, q, res, begin, heap, hold, nodes)

@@ -11,7 +11,7 @@ import numba as nb
 import numpy as np
 
 from hpcgym.sim.queue import enqueue, heap_pop, heap_push, sorted_insert, sorted_remove
-from hpcgym.sim.state import ARRIVED, BLOCKED, ENDED, FREE, HN, NEW_HEAD, NEXT, OPEN, QE, QS, RN, T
+from hpcgym.sim.state import ARRIVED, BLOCKED, ENDED, FREE, HN, NEW_HEAD, NEXT, OPEN, QE, QS, RN, T, borrowing
 
 NEVER = np.iinfo(np.int64).max
 
@@ -42,7 +42,7 @@ def release(t, sc, heap, rs, begin, ended, wall, nodes):  # pragma: no cover - c
     return k
 
 
-@nb.njit(cache=True, inline="always")
+@borrowing  # called once per event: it must not pay a reference count per array (see hpcgym.sim.state)
 def next_event(sc, q, heap, rs, begin, cand, submit, wall, nodes, key):  # pragma: no cover - compiled
     """Jump to the next event: release (into ``cand``), enqueue, open the pass. False when nothing is left."""
     n = len(submit)

@@ -37,6 +37,12 @@ PM = 16  #: conservative: pt[:PM], pu[:PM] is the profile of predicted node use
 NODES = 17  #: the machine's nodes
 N_SLOTS = 18
 
+#: Compile a hot helper that takes its arrays *borrowed*. Otherwise numba's runtime (NRT) increments and decrements
+#: an atomic reference count of every array argument at each call, inlined or not: that was 40% of conservative
+#: backfilling's time. Such a helper must not allocate, nor call a function that does (numba compiles the callees
+#: with the caller's flags). numba compiles its own mergesort this way (numba/misc/mergesort.py).
+borrowing = nb.njit(cache=True, _nrt=False)
+
 _JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key")
 _STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu")
 
