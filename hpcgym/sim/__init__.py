@@ -21,6 +21,10 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
 - ``table.py``: job tables in (validation, hold times); ``engine.py``: :class:`Simulator`, the Python face of
   step mode.
 - ``reference.py``: the same semantics as SimPy processes: slow, literal, the tests' oracle.
+
+Editing these files: numba's on-disk cache keys each compiled function on its own file only, not on the files of
+the functions it inlines or calls, so after an edit here clear it (``find hpcgym -name '*.nb[ic]' -delete``) or
+point ``NUMBA_CACHE_DIR`` at a new folder; otherwise a caller may keep running the old code of its callee.
 """
 
 from __future__ import annotations
