@@ -12,7 +12,6 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from hpcgym.sim.policy import FCFS
 from hpcgym.sim.queue import compact, heap_push, ordered, sort_by_priority
 from hpcgym.sim.state import ARRIVED, ENDED, FREE, HN, NEXT, NODES, PM, QE, QS, borrowing
 
@@ -105,8 +104,10 @@ def _launch(j, t, sc, begin, heap, hold, nodes):  # pragma: no cover - compiled
 
 
 # ---- the pass -----------------------------------------------------------------------------------------------
-# The pass is split so that the steps run at every event borrow their arrays (hpcgym.sim.state.borrowing); the two
-# that allocate run only when needed (an early end; arrivals under a policy other than FCFS).
+# The pass is four steps, which hpcgym.sim.core.run calls in order: hand_back, then compress if a job ended early,
+# then reserve the arrivals (reserve_arrivals for FCFS, else reserve_sorted), then start_due. The steps that run at
+# every event borrow their arrays (hpcgym.sim.state.borrowing); the two that allocate run only when needed. The
+# loop calls the steps itself: a pass function inlined into it would pay a reference count per array per event.
 @borrowing
 def hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # pragma: no cover - compiled
     """Forget the past, and hand back the rest of the intervals of the jobs that ended early; True if any did."""
@@ -160,17 +161,3 @@ def start_due(t, sc, q, res, begin, heap, hold, nodes):  # pragma: no cover - co
             started = True
     if started:
         compact(sc, q, begin)
-
-
-@nb.njit(cache=True, inline="always")
-def schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold, wall, nodes,
-             key):  # pragma: no cover - compiled
-    """The pass at ``t``: hand back early ends, compress, reserve the arrivals, start the jobs whose slot is now."""
-    if hand_back(t, sc, pt, pu, cand, begin, wall, nodes):
-        compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)
-    if sc[NEXT] > sc[ARRIVED]:
-        if code == FCFS:
-            reserve_arrivals(sc, first, res, pt, pu, wall, nodes)
-        else:
-            reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key)
-    start_due(t, sc, q, res, begin, heap, hold, nodes)

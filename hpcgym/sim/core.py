@@ -22,9 +22,9 @@ import numba as nb
 from hpcgym.sim import backfill, conservative
 from hpcgym.sim.backfill import BACKFILL_MODES, CONSERVATIVE, EASY, NONE, RLSCHEDULER, STEP_MODES, Backfill
 from hpcgym.sim.events import next_event, start
-from hpcgym.sim.policy import UNICEP, WFP3
+from hpcgym.sim.policy import FCFS, UNICEP, WFP3
 from hpcgym.sim.queue import any_fits, compact, ordered
-from hpcgym.sim.state import APPEND, BLOCKED, ENDED, FREE, NEW_HEAD, OPEN, QE, QS, RN, T, fresh
+from hpcgym.sim.state import APPEND, ARRIVED, BLOCKED, ENDED, FREE, NEW_HEAD, NEXT, OPEN, QE, QS, RN, T, fresh
 
 __all__ = ["BACKFILL_MODES", "Backfill", "CONSERVATIVE", "DECIDE", "DONE", "EASY", "NONE", "RLSCHEDULER",
            "STEP_MODES", "run", "schedule"]
@@ -116,9 +116,15 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
             apply_choice(chosen, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
             chosen = -1
         if sc[OPEN]:
-            if mode == CONSERVATIVE:
-                conservative.schedule(t, code, sc, q, cand, first, res, pt, pu, begin, heap, submit, hold, wall, nodes,
-                                      key)
+            if mode == CONSERVATIVE:  # the steps of its pass (see hpcgym.sim.conservative)
+                if conservative.hand_back(t, sc, pt, pu, cand, begin, wall, nodes):
+                    conservative.compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)
+                if sc[NEXT] > sc[ARRIVED]:
+                    if code == FCFS:
+                        conservative.reserve_arrivals(sc, first, res, pt, pu, wall, nodes)
+                    else:
+                        conservative.reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key)
+                conservative.start_due(t, sc, q, res, begin, heap, hold, nodes)
                 sc[OPEN] = 0
             elif not external:
                 batch_pass(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
