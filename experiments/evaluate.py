@@ -46,6 +46,7 @@ class Agent:
     slots: int = 128
     order: str | None = None
     kind: str = "agent"
+    time_scale: float | None = None  #: the observation scale it trained with (None: the test workload's own)
 
 
 def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequence[int], length: int,
@@ -67,7 +68,8 @@ def run_agent(agent: Agent, label: str, trace: str | pd.DataFrame, machine: mach
     from agents.rollout import play_windows
 
     infos = play_windows(agent.model, starts, machine=machine, workload=trace, backfill=agent.backfill,
-                         window=length, slots=agent.slots, split="test", order=agent.order)
+                         window=length, slots=agent.slots, split="test", order=agent.order,
+                         time_scale=agent.time_scale)
     return [pd.DataFrame(info["records"]).assign(scheduler=label, kind=agent.kind, window=w)
             for w, info in enumerate(infos)]
 
@@ -159,7 +161,8 @@ def run_agents(run_dir: Path) -> dict[str, Agent]:
         if (run_dir / file).exists():
             model, args = load_agent(run_dir, file)
             order = args.get("order") if args.get("backfill", "none") != "none" else None
-            out[run_dir.name + suffix] = Agent(model, args["backfill"], args["slots"], order, kind)
+            out[run_dir.name + suffix] = Agent(model, args["backfill"], args["slots"], order, kind,
+                                               args.get("time_scale") or None)
     return out
 
 

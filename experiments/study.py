@@ -83,6 +83,7 @@ QUICK = {"sample_pool": 2048, "timesteps": 256, "eval_windows": 2, "eval_length"
          "fidelity_jobs": 1000}
 QUICK_TRAIN = ["--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64", "--slots", "32",
                "--val-windows", "2", "--val-length", "256", "--val-every", "256", "--clone-episodes", "4",
+               "--clone-window", "256", "--clone-epochs", "20",
                "--checkpoint-every", "256"]
 #: train settings that may differ between a run folder and the study without redoing the run
 VOLATILE = {"resume", "overwrite", "quiet", "jobs", "threads", "seeds", "runs_dir"}

@@ -67,6 +67,10 @@ class Args:
     order: str = field(default="saf", metadata={"help": "heuristic whose order the EASY backfill scan follows"})
     window: int = field(default=256, metadata={"help": "jobs per training episode"})
     slots: int = field(default=128, metadata={"help": "visible queue slots (the action space)"})
+    time_scale: float = field(default=0.0, metadata={"help": "seconds the observation's log time features map to 1, "
+                                                             "the same in training, validation and evaluation; 0: "
+                                                             "the training workload's longest walltime (saved in "
+                                                             "args.json)"})
     objective: str = field(default="bsld", metadata={"help": "bsld | wait | turnaround | util"})
     reward: str = field(default="log", metadata={"help": "objective | log: the final reward's scale "
                                                          "(hpcgym.rewards)"})
@@ -86,7 +90,10 @@ class Args:
     clone: str = field(default="saf", metadata={"help": "PPO warm start: behaviour-clone this heuristic first; "
                                                         "empty: none"})
     clone_episodes: int = field(default=100, metadata={"help": "episodes of demonstrations for --clone"})
-    clone_epochs: int = field(default=20, metadata={"help": "passes over the demonstrations for --clone"})
+    clone_window: int = field(default=1024, metadata={"help": "jobs per demonstration episode (as long as the "
+                                                              "validation and test windows: long queues are where "
+                                                              "a clone of short windows errs)"})
+    clone_epochs: int = field(default=100, metadata={"help": "passes over the demonstrations for --clone"})
     start: str = field(default="best", metadata={"help": "best: RL starts from whichever of the untrained and the "
                                                          "cloned network scores better on validation | clone"})
     val_fraction: float = field(default=0.2, metadata={"help": "last part of the train split kept for validation"})
@@ -315,7 +322,7 @@ def fitted_synthesizer(args: Args, train: pd.DataFrame, nodes: int, cache: Path)
 def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
     """The environment settings every part of a run shares (training, validation, evaluation)."""
     return {"machine": data.machine, "backfill": args.backfill, "slots": args.slots, "objective": args.objective,
-            "order": args.order if args.backfill != "none" else None,
+            "order": args.order if args.backfill != "none" else None, "time_scale": args.time_scale or None,
             "invalid_action": "raise"}  # masked agents never choose an empty slot: if one does, that is a bug
 
 
@@ -426,25 +433,33 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
     save_atomic(model, run_dir / "untrained.zip")
     if not (args.clone and args.algo == "ppo"):
         return {}, "untrained"
-    from agents.pretrain import behaviour_clone
+    from agents import pretrain
     from baselines import priorities
     from hpcgym.env import SchedulingEnv
 
     scores = {"untrained": validate(model)} if args.start == "best" and validate else {}
     untrained = {k: v.clone() for k, v in model.policy.state_dict().items()}
-    demo_env = SchedulingEnv(workload=workload, window=args.window, split="all", **env_kwargs(args, data))
-    accuracy = behaviour_clone(model, demo_env, priorities.get(args.clone), args.clone_episodes, args.clone_epochs,
-                               seed=args.seed)
+    heuristic = priorities.get(args.clone)
+    demo_env = SchedulingEnv(workload=workload, window=args.clone_window, split="all", **env_kwargs(args, data))
+    accuracy = pretrain.behaviour_clone(model, demo_env, heuristic, args.clone_episodes, args.clone_epochs,
+                                        seed=args.seed)
+    held_out = float("nan")
+    if args.val_windows > 0:  # the heuristic's choices on validation windows: how well the clone generalizes
+        val_env = SchedulingEnv(workload=data.validation, window=args.val_length, split="all",
+                                **env_kwargs(args, data))
+        held_out = pretrain.accuracy(model, *pretrain.demonstrations(val_env, heuristic, args.val_windows, seed=0))
     save_atomic(model, run_dir / "cloned.zip")
     if args.start == "best" and validate:
         scores["cloned"] = validate(model)
     chosen = min(scores, key=scores.get) if scores else "cloned"
     if chosen == "untrained":
         model.policy.load_state_dict(untrained)
-    print(f"behaviour-cloned {args.clone}: {accuracy:.1%} of its choices reproduced; RL starts from the {chosen} "
-          f"network (validation bsld: {json.dumps({k: round(v, 3) for k, v in scores.items()})})", flush=True)
-    (run_dir / "warm_start.json").write_text(json.dumps({"clone_accuracy": accuracy, "validation": scores,
-                                                         "chosen": chosen}, indent=2))
+    on_val = f" ({held_out:.1%} on validation windows)" if held_out == held_out else ""
+    print(f"behaviour-cloned {args.clone}: {accuracy:.1%} of its choices reproduced{on_val}; RL starts from the "
+          f"{chosen} network (validation bsld: {json.dumps({k: round(v, 3) for k, v in scores.items()})})", flush=True)
+    (run_dir / "warm_start.json").write_text(json.dumps({"clone_accuracy": accuracy,
+                                                         "clone_accuracy_validation": held_out if on_val else None,
+                                                         "validation": scores, "chosen": chosen}, indent=2))
     return scores, chosen
 
 
@@ -476,6 +491,9 @@ def _train(args: Args, run_dir: Path, synthesizer: Any = None) -> Path:
     data = load_data(args)
     workload = training_workload(args, data, synthesizer)
     env = make_env(args, data, workload, run_dir)
+    if not args.time_scale:  # fix the training environment's scale for every other environment of the run
+        args = dataclasses.replace(args, time_scale=env.get_attr("time_scale", [0])[0])
+        hpcgym_io.write_text(run_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=2))
     model = make_model(args, env, run_dir)
     starts = validation_starts(args, data)
     val_env = dict(workload=data.validation, window=args.val_length, split="all", **env_kwargs(args, data))

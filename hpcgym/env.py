@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,9 @@ class SchedulingEnv(gym.Env):
 
     ## Observation space
     ``Box(0, 1, shape=(slots + 1, 8), float32)``. Rows ``0..slots-1`` are waiting jobs (padding rows are all zero,
-    with ``present = 0``); the last row is the machine. Times are log-scaled against the workload's longest walltime.
+    with ``present = 0``); the last row is the machine. Times are log-scaled against ``time_scale`` seconds (by
+    default the workload's longest walltime): a time of ``time_scale`` maps to 1, waits to 1 at
+    :data:`WAIT_SCALE` times it, areas at ``time_scale`` x the machine's nodes.
 
     | col | job row | machine row |
     |-----|---------|-------------|
@@ -116,13 +119,19 @@ class SchedulingEnv(gym.Env):
       order: FCFS; a policy or a name such as ``"wfp3"``), ``kill_at_walltime`` (True), ``invalid_action``
       (``"raise"`` or ``"wrap"``), ``compare_with`` (heuristics, e.g. ``("fcfs",)``, to report in the final info),
       ``render_mode``, ``reward`` (``"objective"`` or ``"log"``).
+    - ``time_scale`` (None): seconds that the log-scaled time features map to 1; None takes the workload's longest
+      walltime (at least 60 s; for a sampled workload, that of :data:`SCALE_SAMPLE_JOBS` jobs sampled with seed 0).
+      :attr:`time_scale` holds the value used. An agent must see the *same* scale wherever it plays: give the
+      environments it is validated and evaluated in its training environment's ``time_scale``, or one job would
+      look different in each (their workloads' longest walltimes differ).
 
     After the episode ends, :attr:`result` holds its :class:`hpcgym.rewards.EpisodeResult`; ``step`` raises
     ``ValueError`` until ``reset``. :func:`hpcgym.make_vec` steps N copies in one compiled call.
 
     ## Version history
     - v0: first release. Later changes that leave every valid action's episode unchanged: ``reward="log"``, the
-      vector environment, and ``invalid_action="wrap"`` as the default (it used to be ``"raise"``).
+      vector environment, ``invalid_action="wrap"`` as the default (it used to be ``"raise"``), and
+      ``time_scale`` (its default is the old behaviour).
 
     >>> import hpcgym
     >>> env = hpcgym.make("lublin256-v0")
@@ -137,7 +146,7 @@ class SchedulingEnv(gym.Env):
                  backfill: Backfill = "none", window: int = 256, slots: int = 128, split: str = "train",
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
                  train_fraction: float = 0.7, invalid_action: str = "wrap", compare_with: tuple | str = (),
-                 render_mode: str | None = None, reward: str = "objective"):
+                 render_mode: str | None = None, reward: str = "objective", time_scale: float | None = None):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
         if reward not in rewards.REWARDS:
@@ -167,7 +176,10 @@ class SchedulingEnv(gym.Env):
         self._obs = np.zeros(self.observation_space.shape, np.float32)
         self._mask = np.zeros(self.slots, bool)
         table = self.source.table
-        self._set_scales(table if table is not None else self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0))
+        if table is None:
+            table = self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0)
+        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale),
+                         int(table.attrs.get("unix_start_time", 0) or 0))
         self._window: Window | None = None
         self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
         self.result: rewards.EpisodeResult | None = None
@@ -215,12 +227,14 @@ class SchedulingEnv(gym.Env):
         train = None if source is None else traces.split(traces.load(source), "train", train_fraction)
         return workload_factory("synthetic")(self.machine, train)
 
-    def _set_scales(self, table: pd.DataFrame) -> None:
-        time_scale = float(max(table["walltime"].max(), 60))
+    def _set_scales(self, time_scale: float, clock0: int) -> None:
+        if not (math.isfinite(time_scale) and time_scale > 0):
+            raise ValueError(f"time_scale must be a positive number of seconds, not {time_scale!r}")
+        self.time_scale = time_scale
         self._inv_time = 1.0 / np.log1p(time_scale)
         self._inv_wait = 1.0 / np.log1p(WAIT_SCALE * time_scale)
         self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
-        self._clock0 = int(table.attrs.get("unix_start_time", 0) or 0)
+        self._clock0 = clock0
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -343,6 +357,11 @@ def _whole(value: Any, name: str) -> int:
     if whole != value:
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return whole
+
+
+def longest_walltime(jobs: pd.DataFrame) -> float:
+    """The default ``time_scale`` of a workload: its longest walltime in seconds, at least 60."""
+    return float(max(jobs["walltime"].max(), 60))
 
 
 def check_valid(jobs: pd.DataFrame) -> None:

@@ -91,3 +91,16 @@ def test_behaviour_cloning_learns_the_heuristic():
     untrained = behaviour_clone(model, env, priorities.SAF, episodes=4, epochs=0, seed=0)
     accuracy = behaviour_clone(model, env, priorities.SAF, episodes=4, epochs=30, seed=0)
     assert accuracy > max(0.6, untrained + 0.2), (untrained, accuracy)
+
+
+def test_clone_minibatches_cover_every_decision_once_and_group_queue_lengths():
+    import torch
+
+    from agents.pretrain import length_batches
+
+    queue = np.random.default_rng(0).integers(1, 100, 1000)
+    batches = length_batches(queue, 64, torch.Generator().manual_seed(0))
+    seen = torch.cat(batches).numpy()
+    assert sorted(seen) == list(range(1000))
+    spans = [np.ptp(queue[b.numpy()]) for b in batches]
+    assert np.median(spans) < 15  # a random split would span most of 1..99 in every batch

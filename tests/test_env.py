@@ -235,3 +235,18 @@ def test_the_toy_fixture_env_runs_an_episode_checkably():
     assert len(rec) == 16 and (rec["start"] >= rec["submit"]).all() and steps >= 1
     expected = start_times(env.jobs, 4, priorities.FCFS, "easy")  # FCFS head + FCFS scan == the batch schedule
     assert np.array_equal(rec["start"].to_numpy(), expected)
+
+
+def test_time_scale_fixes_the_features_across_workloads():
+    jobs = traces.load("lublin-256")
+    short, long = jobs.iloc[:2000].copy(), jobs.iloc[:2000].copy()
+    long.loc[long.index[-1], "walltime"] = 50 * long["walltime"].max()  # one far longer job, after the window
+    kwargs = dict(machine="lublin-256", window=64, split="all", backfill="easy")
+    default = [SchedulingEnv(workload=w, **kwargs) for w in (short, long)]
+    assert default[1].time_scale > default[0].time_scale  # by default, the workload's own longest walltime
+    pinned = [SchedulingEnv(workload=w, time_scale=default[0].time_scale, **kwargs) for w in (short, long)]
+    first = [env.reset(seed=0, options={"window_start": 0})[0] for env in default + pinned]
+    assert not np.array_equal(first[0], first[1])  # the same jobs look different under two scales
+    assert np.array_equal(first[2], first[3]) and np.array_equal(first[0], first[2])
+    with pytest.raises(ValueError, match="time_scale"):
+        SchedulingEnv(workload=short, time_scale=0, **kwargs)

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--trace", "lublin-256", "--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64",
         "--slots", "32", "--eval-windows", "2", "--eval-length", "128", "--val-windows", "2", "--val-length", "256",
-        "--val-every", "256", "--clone-episodes", "4"]
+        "--val-every", "256", "--clone-episodes", "4", "--clone-window", "256", "--clone-epochs", "20"]
 
 
 def train_cmd(runs, *extra):
@@ -47,7 +47,12 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert "test split" in (run_dir / "eval" / "summary.md").read_text()  # the table says what it measured
     curve = pd.read_csv(run_dir / "learning_curve.csv")
     assert curve["timesteps"].iat[0] == 0 and len(curve) >= 3 and (run_dir / "learning_curve.png").exists()
-    assert json.loads((run_dir / "warm_start.json").read_text())["chosen"] in ("untrained", "cloned")
+    warm = json.loads((run_dir / "warm_start.json").read_text())
+    assert warm["chosen"] in ("untrained", "cloned") and 0 <= warm["clone_accuracy_validation"] <= 1
+    assert args["time_scale"] > 0  # the training environment's scale, which validation and evaluation reuse
+    from experiments.evaluate import run_agents
+
+    assert {a.time_scale for a in run_agents(run_dir).values()} == {args["time_scale"]}
     ev = run([sys.executable, "-m", "experiments.evaluate", "--model", str(run_dir), "--trace", "lublin-256",
               "--windows", "2", "--length", "128", "--out", str(tmp_path / "ev")]).stdout
     assert "lublin-256-synthetic-ppo-s0" in ev

@@ -68,6 +68,12 @@ def test_arrival_stats_of_poisson_and_daily_cycle(theta_train):
     cycle = _copy(theta_train.iloc[: keep.sum()].reset_index(drop=True))
     cycle["submit"] = t[keep]
     assert fidelity.arrival_stats(cycle)["spectral_24h"] > 20
+    # a 2.1-day reference and a 1.9-day sample (Mustang's test split and a denser sample of as many jobs): both
+    # are measured, on the same one-day segments, and a daily cycle still shows
+    two, short = (cycle[cycle["submit"] < days * 86400].reset_index(drop=True) for days in (2.1, 1.9))
+    pair = fidelity.arrivals(two, short)
+    assert all(pair[k]["spectral_24h"] > 5 for k in ("real", "synthetic"))
+    assert pair["real"]["spectral_24h"] == fidelity.arrival_stats(two, segment_days=1)["spectral_24h"]
 
 
 # ---- noise floor ---------------------------------------------------------------------------------------------
