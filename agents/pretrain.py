@@ -79,7 +79,7 @@ def accuracy(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray
         return float((dist.distribution.probs.argmax(-1).numpy() == actions).mean())
 
 
-def behaviour_clone(model: Any, env: Any, policy: PriorityPolicy, episodes: int = 50, epochs: int = 100,
+def behaviour_clone(model: Any, env: Any, policy: PriorityPolicy, episodes: int = 100, epochs: int = 100,
                     batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> float:
     """Fit a MaskablePPO model's policy to a heuristic's choices on ``env``; return the final training accuracy."""
     demos = demonstrations(env, policy, episodes, seed)
