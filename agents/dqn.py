@@ -31,12 +31,12 @@ class MaskedQNetwork(QNetwork):
     """Q-values per slot, with empty slots pushed to ``INVALID_Q``."""
 
     def __init__(self, observation_space: spaces.Box, action_space: spaces.Discrete, scorer: bool = True,
-                 hidden: tuple[int, ...] = (32, 16), **kwargs: Any):
+                 hidden: tuple[int, ...] = (32, 16), ranks: tuple[int, ...] = (), **kwargs: Any):
         super().__init__(observation_space, action_space, **kwargs)
         self.slots, self.n_features = slots_and_features(observation_space)
-        self.use_scorer, self.hidden = scorer, tuple(hidden)
+        self.use_scorer, self.hidden, self.ranks = scorer, tuple(hidden), tuple(ranks)
         if scorer:
-            self.scorer = SlotScorer(self.slots, self.n_features, self.hidden)
+            self.scorer = SlotScorer(self.slots, self.n_features, self.hidden, self.ranks)
             self.q_net = torch.nn.Identity()  # unused: the scorer replaces it
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -50,25 +50,27 @@ class MaskedQNetwork(QNetwork):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(scorer=self.use_scorer, hidden=self.hidden)
+        data.update(scorer=self.use_scorer, hidden=self.hidden, ranks=self.ranks)
         return data
 
 
 class MaskedDQNPolicy(DQNPolicy):
-    """DQN policy whose Q-networks are :class:`MaskedQNetwork` (``policy_kwargs``: ``scorer``, ``hidden``)."""
+    """DQN policy with :class:`MaskedQNetwork` Q-networks (``policy_kwargs``: ``scorer``, ``hidden``, ``ranks``)."""
 
-    def __init__(self, *args: Any, scorer: bool = True, hidden: tuple[int, ...] = (32, 16), **kwargs: Any):
-        self.scorer, self.hidden = scorer, tuple(hidden)
+    def __init__(self, *args: Any, scorer: bool = True, hidden: tuple[int, ...] = (32, 16),
+                 ranks: tuple[int, ...] = (), **kwargs: Any):
+        self.scorer, self.hidden, self.ranks = scorer, tuple(hidden), tuple(ranks)
         super().__init__(*args, **kwargs)
 
     def make_q_net(self) -> MaskedQNetwork:
         """Build a masked Q-network (SB3 calls this for the online and the target network)."""
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
-        return MaskedQNetwork(scorer=self.scorer, hidden=self.hidden, **net_args).to(self.device)
+        return MaskedQNetwork(scorer=self.scorer, hidden=self.hidden, ranks=self.ranks,
+                              **net_args).to(self.device)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(scorer=self.scorer, hidden=self.hidden)
+        data.update(scorer=self.scorer, hidden=self.hidden, ranks=self.ranks)
         return data
 
 

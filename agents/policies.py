@@ -26,16 +26,17 @@ def slots_and_features(space: spaces.Box) -> tuple[int, int]:
 
 
 class ScorerPolicy(MaskableActorCriticPolicy):
-    """MaskablePPO policy with the shared job scorer (``policy_kwargs``: ``hidden``, ``critic``)."""
+    """MaskablePPO policy with the shared job scorer (``policy_kwargs``: ``hidden``, ``critic``, ``ranks``)."""
 
     def __init__(self, observation_space: spaces.Box, action_space: spaces.Discrete, lr_schedule: Any,
-                 hidden: tuple[int, ...] = (32, 16), critic: tuple[int, ...] = (64,), **kwargs: Any):
-        self.hidden, self.critic = tuple(hidden), tuple(critic)
+                 hidden: tuple[int, ...] = (32, 16), critic: tuple[int, ...] = (64,), ranks: tuple[int, ...] = (),
+                 **kwargs: Any):
+        self.hidden, self.critic, self.ranks = tuple(hidden), tuple(critic), tuple(ranks)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
         slots, features = slots_and_features(self.observation_space)
-        self.mlp_extractor = ScorerActorCritic(slots, features, self.hidden, self.critic)
+        self.mlp_extractor = ScorerActorCritic(slots, features, self.hidden, self.critic, self.ranks)
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
@@ -44,7 +45,7 @@ class ScorerPolicy(MaskableActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(hidden=self.hidden, critic=self.critic)
+        data.update(hidden=self.hidden, critic=self.critic, ranks=self.ranks)
         return data
 
 

@@ -154,6 +154,14 @@ def load_agent(run_dir: Path, file: str = "model.zip") -> tuple[Any, dict[str, A
     return MaskedDQN.load(run_dir / file, device="cpu"), args
 
 
+def trained_time_scale(run_dir: Path, args: dict[str, Any]) -> float | None:
+    """The observation scale a run trained with: ``scales.json``'s, else its ``--time-scale`` (None: unset)."""
+    scales = run_dir / "scales.json"
+    if scales.exists():
+        return float(json.loads(scales.read_text())["time_scale"])
+    return args.get("time_scale") or None
+
+
 def run_agents(run_dir: Path) -> dict[str, Agent]:
     """The networks of a run folder that exist: the agent, its untrained network, its cloned start."""
     out = {}
@@ -162,7 +170,7 @@ def run_agents(run_dir: Path) -> dict[str, Agent]:
             model, args = load_agent(run_dir, file)
             order = args.get("order") if args.get("backfill", "none") != "none" else None
             out[run_dir.name + suffix] = Agent(model, args["backfill"], args["slots"], order, kind,
-                                               args.get("time_scale") or None)
+                                               trained_time_scale(run_dir, args))
     return out
 
 

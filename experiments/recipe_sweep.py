@@ -28,7 +28,7 @@ from hpcgym import cli
 #: name -> flags. ``old`` is the recipe before the vector environment (one env, long rollouts, plain reward).
 VARIANTS: dict[str, list[str]] = {
     "old": ["--envs", "1", "--n-steps", "2048", "--batch-size", "256", "--n-epochs", "10", "--reward", "objective",
-            "--baseline", "", "--clone", "", "--order", "fcfs"],
+            "--baseline", "", "--clone", "", "--order", "fcfs", "--ranks", ""],
     "vec": ["--reward", "objective", "--baseline", "", "--clone", "", "--order", "fcfs"],
     "vec-log": ["--reward", "log", "--baseline", "", "--clone", "", "--order", "fcfs"],
     "vec-rel": ["--reward", "log", "--baseline", "saf", "--clone", "", "--order", "fcfs"],
@@ -41,6 +41,7 @@ VARIANTS: dict[str, list[str]] = {
     "clone100-rel-saforder": ["--reward", "log", "--baseline", "saf", "--clone", "saf", "--order", "saf",
                               "--clone-episodes", "100", "--start", "clone"],
     "default": [],
+    "plain-scorer": ["--ranks", ""],  # the default without the scorer's queue-rank inputs
     "dqn-rel-saforder": ["--algo", "dqn", "--reward", "log", "--baseline", "saf", "--order", "saf",
                          "--batch-size", "256"],
 }

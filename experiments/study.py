@@ -569,9 +569,7 @@ class Study:
             return "new" if not run_dir.exists() or not any(run_dir.iterdir()) else "overwrite"
         saved = json.loads(saved_file.read_text())
         mine = dataclasses.asdict(targs)
-        # a run saves the observation scale it resolved from its training environment; unset (0) accepts it
-        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k) != mine[k]
-                        and not (k == "time_scale" and not mine[k]))
+        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k) != mine[k])
         if differ:
             if not self.args.overwrite:
                 raise cli.UsageError(f"{run_dir} was trained with other settings ({', '.join(differ)}): use "

@@ -14,15 +14,17 @@ training sees only the rest (its windows, or samples of a synthesizer fitted on 
 deterministic agent plays fixed validation windows, and ``model.zip`` is the best of those checkpoints
 (``last.zip`` holds the final weights). The evaluation runs the agent, its untrained network (``untrained.zip``:
 same seed, no training), its cloned start (``cloned.zip``, when ``--clone``) and every heuristic on identical
-windows of the *test* split. Everything goes to ``runs/<run name>/``: ``args.json``, TensorBoard logs (``tb/``:
-SB3's ``rollout/`` and ``train/`` keys, ``sched/bsld``, ``sched/fcfs`` and ``val/bsld``), checkpoints,
-``learning_curve.csv`` and ``.png``, and ``eval/``. With ``--seeds``, each seed gets its own run folder and
-``runs/<name>-seeds/`` gets the table across seeds (``experiments.seeds``).
+windows of the *test* split. Everything goes to ``runs/<run name>/``: ``args.json`` (the flags), ``scales.json``
+(the observation's resolved time scale), TensorBoard logs (``tb/``: SB3's ``rollout/`` and ``train/`` keys,
+``sched/bsld``, ``sched/fcfs`` and ``val/bsld``), checkpoints, ``learning_curve.csv`` and ``.png``, and ``eval/``.
+With ``--seeds``, each seed gets its own run folder and ``runs/<name>-seeds/`` gets the table across seeds
+(``experiments.seeds``).
 
-The default recipe (EASY backfilling with the smallest-area-first scan order; a warm start cloned from
-smallest-area-first, kept only if it beats the untrained network on validation; a log-ratio reward against that
-heuristic on the same window; 16 parallel windows; checkpoint selection on validation windows) was chosen by the
-sweep in ``docs/results.md`` (``python -m experiments.recipe_sweep``).
+The default recipe (EASY backfilling with the smallest-area-first scan order; a job scorer that also sees each
+job's rank in its queue by walltime, nodes and area; a warm start cloned from smallest-area-first, kept only if it
+beats the untrained network on validation; a log-ratio reward against that heuristic on the same window; 16
+parallel windows; checkpoint selection on validation windows) was chosen on validation windows, by the sweep and
+the clone studies in ``docs/results.md`` (``python -m experiments.recipe_sweep``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class Args:
                                                           "every episode (slow for realtabformer and the SDV models)"})
     algo: str = field(default="ppo", metadata={"help": "ppo (sb3-contrib MaskablePPO) | dqn (masked DQN)"})
     policy: str = field(default="scorer", metadata={"help": "scorer (shared per-slot job scorer) | mlp"})
+    ranks: str = field(default="walltime,nodes,area", metadata={"help": "job columns (hpcgym.observation."
+                                                                        "JOB_FEATURES) whose rank within the "
+                                                                        "queue the scorer also sees; empty: none"})
     timesteps: int = field(default=100_000, metadata={"help": "agent decisions to train for (all envs together)"})
     backfill: str = field(default="easy", metadata={"help": "none | easy: the simulator's backfilling"})
     order: str = field(default="saf", metadata={"help": "heuristic whose order the EASY backfill scan follows"})
@@ -70,7 +75,7 @@ class Args:
     time_scale: float = field(default=0.0, metadata={"help": "seconds the observation's log time features map to 1, "
                                                              "the same in training, validation and evaluation; 0: "
                                                              "the training workload's longest walltime (saved in "
-                                                             "args.json)"})
+                                                             "scales.json)"})
     objective: str = field(default="bsld", metadata={"help": "bsld | wait | turnaround | util"})
     reward: str = field(default="log", metadata={"help": "objective | log: the final reward's scale "
                                                          "(hpcgym.rewards)"})
@@ -93,7 +98,7 @@ class Args:
     clone_window: int = field(default=1024, metadata={"help": "jobs per demonstration episode (as long as the "
                                                               "validation and test windows: long queues are where "
                                                               "a clone of short windows errs)"})
-    clone_epochs: int = field(default=100, metadata={"help": "passes over the demonstrations for --clone"})
+    clone_epochs: int = field(default=40, metadata={"help": "passes over the demonstrations for --clone"})
     start: str = field(default="best", metadata={"help": "best: RL starts from whichever of the untrained and the "
                                                          "cloned network scores better on validation | clone"})
     val_fraction: float = field(default=0.2, metadata={"help": "last part of the train split kept for validation"})
@@ -360,6 +365,17 @@ def make_env(args: Args, data: Data, workload: Any, run_dir: Path) -> Any:
     return env
 
 
+def rank_columns(names: str) -> tuple[int, ...]:
+    """``--ranks``' column names as indices of the observation's job row."""
+    from hpcgym.observation import JOB_FEATURES
+
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in JOB_FEATURES]
+    if unknown:
+        raise cli.UsageError(f"--ranks: unknown job column(s) {', '.join(unknown)}; they are {', '.join(JOB_FEATURES)}")
+    return tuple(JOB_FEATURES.index(n) for n in wanted)
+
+
 def make_model(args: Args, env: Any, run_dir: Path) -> Any:
     """A new agent, or the last checkpoint's when resuming."""
     from agents.callbacks import latest_checkpoint, replay_buffer_for
@@ -374,7 +390,8 @@ def make_model(args: Args, env: Any, run_dir: Path) -> Any:
         if found:
             return MaskablePPO.load(found[0], env=env, device="cpu", tensorboard_log=tb)
         policy = ScorerPolicy if args.policy == "scorer" else "MlpPolicy"
-        return MaskablePPO(policy, env, learning_rate=args.learning_rate, n_steps=args.n_steps,
+        kwargs = {"ranks": rank_columns(args.ranks)} if args.policy == "scorer" and args.ranks else None
+        return MaskablePPO(policy, env, policy_kwargs=kwargs, learning_rate=args.learning_rate, n_steps=args.n_steps,
                            batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
                            gae_lambda=args.gae_lambda, clip_range=args.clip_range,
                            target_kl=args.target_kl or None, ent_coef=args.ent_coef, seed=args.seed,
@@ -389,7 +406,8 @@ def make_model(args: Args, env: Any, run_dir: Path) -> Any:
         return model
     return MaskedDQN(env=env, learning_rate=args.learning_rate, batch_size=args.batch_size, seed=args.seed,
                      gamma=args.gamma, buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
-                     policy_kwargs={"scorer": args.policy == "scorer"}, tensorboard_log=tb, device="cpu", verbose=0)
+                     policy_kwargs={"scorer": args.policy == "scorer", "ranks": rank_columns(args.ranks)},
+                     tensorboard_log=tb, device="cpu", verbose=0)
 
 
 def validation_starts(args: Args, data: Data) -> list[int]:
@@ -463,6 +481,24 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
     return scores, chosen
 
 
+SCALES = "scales.json"  #: the observation scale a run resolved (``args.json`` keeps the flags as given)
+
+
+def resolve_time_scale(args: Args, env: Any, run_dir: Path) -> float:
+    """The run's observation time scale: ``--time-scale``, else the training environment's, saved in ``scales.json``.
+
+    Validation, cloning and evaluation all use it, so every environment of a run maps times to features alike.
+    """
+    if args.time_scale:
+        return args.time_scale
+    saved = run_dir / SCALES
+    if saved.exists():  # a resumed run keeps the scale it started with
+        return float(json.loads(saved.read_text())["time_scale"])
+    scale = float(env.get_attr("time_scale", [0])[0])
+    hpcgym_io.write_text(saved, json.dumps({"time_scale": scale}, indent=2))
+    return scale
+
+
 def train(args: Args, synthesizer: Any = None) -> Path:
     """Train (or resume) and save ``model.zip`` (best on validation) and ``last.zip``; return the run folder.
 
@@ -491,9 +527,7 @@ def _train(args: Args, run_dir: Path, synthesizer: Any = None) -> Path:
     data = load_data(args)
     workload = training_workload(args, data, synthesizer)
     env = make_env(args, data, workload, run_dir)
-    if not args.time_scale:  # fix the training environment's scale for every other environment of the run
-        args = dataclasses.replace(args, time_scale=env.get_attr("time_scale", [0])[0])
-        hpcgym_io.write_text(run_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=2))
+    args = dataclasses.replace(args, time_scale=resolve_time_scale(args, env, run_dir))
     model = make_model(args, env, run_dir)
     starts = validation_starts(args, data)
     val_env = dict(workload=data.validation, window=args.val_length, split="all", **env_kwargs(args, data))

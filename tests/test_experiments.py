@@ -49,10 +49,11 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert curve["timesteps"].iat[0] == 0 and len(curve) >= 3 and (run_dir / "learning_curve.png").exists()
     warm = json.loads((run_dir / "warm_start.json").read_text())
     assert warm["chosen"] in ("untrained", "cloned") and 0 <= warm["clone_accuracy_validation"] <= 1
-    assert args["time_scale"] > 0  # the training environment's scale, which validation and evaluation reuse
+    scale = json.loads((run_dir / "scales.json").read_text())["time_scale"]
+    assert args["time_scale"] == 0 and scale > 0  # the flag as given; the training environment's scale beside it
     from experiments.evaluate import run_agents
 
-    assert {a.time_scale for a in run_agents(run_dir).values()} == {args["time_scale"]}
+    assert {a.time_scale for a in run_agents(run_dir).values()} == {scale}  # evaluation reuses it
     ev = run([sys.executable, "-m", "experiments.evaluate", "--model", str(run_dir), "--trace", "lublin-256",
               "--windows", "2", "--length", "128", "--out", str(tmp_path / "ev")]).stdout
     assert "lublin-256-synthetic-ppo-s0" in ev
