@@ -45,12 +45,20 @@ def length_batches(queue: np.ndarray, batch_size: int, gen: torch.Generator) -> 
     return [batches[i] for i in torch.randperm(len(batches), generator=gen)]
 
 
+def choice_logits(model: Any, obs: torch.Tensor, masks: np.ndarray) -> torch.Tensor:
+    """The model's masked preferences over the slots: MaskablePPO's action logits, or the masked DQN's Q-values."""
+    if hasattr(model, "q_net"):
+        return model.q_net(obs)  # empty slots already hold agents.dqn.INVALID_Q
+    return model.policy.get_distribution(obs, action_masks=masks).distribution.logits
+
+
 def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, epochs: int = 100,
               batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> None:
-    """Train a MaskablePPO model's policy to put its probability on ``actions`` (masked cross-entropy).
+    """Train a MaskablePPO or masked-DQN model to prefer ``actions`` (masked cross-entropy on its logits).
 
-    The learning rate decays to 0 on a cosine over the epochs: the last epochs settle close calls between jobs
-    whose scores differ little, which a constant rate keeps flipping.
+    For DQN the Q-values play the logits, so the greedy policy becomes the heuristic; the target network gets the
+    same weights. The learning rate decays to 0 on a cosine over the epochs: the last epochs settle close calls
+    between jobs whose scores differ little, which a constant rate keeps flipping.
     """
     x = torch.as_tensor(obs, dtype=torch.float32)
     y = torch.as_tensor(actions)
@@ -61,13 +69,15 @@ def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarra
     model.policy.set_training_mode(True)
     for _ in range(epochs):
         for idx in length_batches(masks.sum(1), batch_size, gen):
-            dist = model.policy.get_distribution(x[idx], action_masks=masks[idx.numpy()])
-            loss = -dist.log_prob(y[idx]).mean()
+            logits = choice_logits(model, x[idx], masks[idx.numpy()])
+            loss = torch.nn.functional.cross_entropy(logits, y[idx])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             schedule.step()
     model.policy.set_training_mode(False)
+    if hasattr(model, "q_net_target"):
+        model.q_net_target.load_state_dict(model.q_net.state_dict())
 
 
 def accuracy(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, chunk: int = 1024) -> float:
@@ -81,15 +91,14 @@ def accuracy(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray
     hits = 0
     with torch.no_grad():
         for idx in np.array_split(np.argsort(masks.sum(1), kind="stable"), -(-len(actions) // chunk)):
-            dist = model.policy.get_distribution(torch.as_tensor(obs[idx], dtype=torch.float32),
-                                                 action_masks=masks[idx])
-            hits += int((dist.distribution.probs.argmax(-1).numpy() == actions[idx]).sum())
+            logits = choice_logits(model, torch.as_tensor(obs[idx], dtype=torch.float32), masks[idx])
+            hits += int((logits.argmax(-1).numpy() == actions[idx]).sum())
     return hits / len(actions)
 
 
 def behaviour_clone(model: Any, env: Any, policy: PriorityPolicy, episodes: int = 100, epochs: int = 40,
                     batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> float:
-    """Fit a MaskablePPO model's policy to a heuristic's choices on ``env``; return the final training accuracy."""
+    """Fit a MaskablePPO or masked-DQN model to a heuristic's choices on ``env``; return the training accuracy."""
     demos = demonstrations(env, policy, episodes, seed)
     fit_clone(model, *demos, epochs, batch_size, lr, seed)
     return accuracy(model, *demos)

@@ -92,8 +92,8 @@ class Args:
                                                         "end"})
     gae_lambda: float = field(default=0.97, metadata={"help": "GAE lambda (PPO)"})
     ent_coef: float = field(default=0.0, metadata={"help": "entropy bonus (PPO)"})
-    clone: str = field(default="saf", metadata={"help": "PPO warm start: behaviour-clone this heuristic first; "
-                                                        "empty: none"})
+    clone: str = field(default="saf", metadata={"help": "warm start (PPO and DQN): behaviour-clone this heuristic "
+                                                        "first; empty: none"})
     clone_episodes: int = field(default=100, metadata={"help": "episodes of demonstrations for --clone"})
     clone_window: int = field(default=1024, metadata={"help": "jobs per demonstration episode (as long as the "
                                                               "validation and test windows: long queues are where "
@@ -449,7 +449,7 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
     from agents.callbacks import save_atomic
 
     save_atomic(model, run_dir / "untrained.zip")
-    if not (args.clone and args.algo == "ppo"):
+    if not args.clone:
         return {}, "untrained"
     from agents import pretrain
     from baselines import priorities

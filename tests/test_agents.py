@@ -136,3 +136,18 @@ def test_a_scorer_that_sees_area_ranks_clones_saf_exactly():
     pretrain.behaviour_clone(model, env, saf, episodes=10, epochs=60, batch_size=32, lr=3e-3)
     held_out = pretrain.demonstrations(env, saf, episodes=5, seed=100)
     assert pretrain.accuracy(model, *held_out) == 1.0
+
+
+def test_a_masked_dqn_clones_saf_through_its_q_values():
+    from agents import pretrain
+    from baselines import priorities
+    from hpcgym.observation import JOB_FEATURES
+
+    env = small_env()
+    saf = priorities.get("saf")
+    model = MaskedDQN(env=env, policy_kwargs={"ranks": (JOB_FEATURES.index("area"),)}, seed=0)
+    pretrain.behaviour_clone(model, env, saf, episodes=10, epochs=60, batch_size=32, lr=3e-3)
+    held_out = pretrain.demonstrations(env, saf, episodes=5, seed=100)
+    assert pretrain.accuracy(model, *held_out) == 1.0  # the greedy policy is SAF
+    for online, target in zip(model.q_net.parameters(), model.q_net_target.parameters(), strict=True):
+        torch.testing.assert_close(online, target)  # TD targets start from the cloned network too
