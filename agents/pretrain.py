@@ -83,8 +83,8 @@ def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarra
 def accuracy(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, chunk: int = 1024) -> float:
     """Share of ``actions`` that the model's deterministic (arg-max, masked) choice reproduces.
 
-    The decisions are scored ``chunk`` at a time, in order of queue length: a scorer with queue ranks compares
-    every pair of jobs in a queue, and one pass over 100,000 decisions of full 128-slot queues would need tens of GB.
+    The decisions are scored ``chunk`` at a time, in order of queue length: in one pass, the scorer's activations
+    for 100,000 decisions of long queues (SDSC-SP2 without backfilling) take several GB.
     """
     if not len(actions):
         return float("nan")
