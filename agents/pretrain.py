@@ -45,16 +45,16 @@ def length_batches(queue: np.ndarray, batch_size: int, gen: torch.Generator) -> 
     return [batches[i] for i in torch.randperm(len(batches), generator=gen)]
 
 
-def choice_logits(model: Any, obs: torch.Tensor, masks: np.ndarray) -> torch.Tensor:
-    """The model's masked preferences over the slots: MaskablePPO's action logits, or the masked DQN's Q-values."""
+def choice_log_probs(model: Any, obs: torch.Tensor, masks: np.ndarray) -> torch.Tensor:
+    """Log-probabilities over the slots: MaskablePPO's masked policy, or a softmax over the masked DQN's Q-values."""
     if hasattr(model, "q_net"):
-        return model.q_net(obs)  # empty slots already hold agents.dqn.INVALID_Q
-    return model.policy.get_distribution(obs, action_masks=masks).distribution.logits
+        return torch.log_softmax(model.q_net(obs), dim=-1)  # empty slots hold agents.dqn.INVALID_Q
+    return model.policy.get_distribution(obs, action_masks=masks).distribution.logits  # normalized: log-probs
 
 
 def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, epochs: int = 100,
               batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> None:
-    """Train a MaskablePPO or masked-DQN model to prefer ``actions`` (masked cross-entropy on its logits).
+    """Train a MaskablePPO or masked-DQN model to prefer ``actions`` (masked cross-entropy).
 
     For DQN the Q-values play the logits, so the greedy policy becomes the heuristic; the target network gets the
     same weights. The learning rate decays to 0 on a cosine over the epochs: the last epochs settle close calls
@@ -69,8 +69,8 @@ def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarra
     model.policy.set_training_mode(True)
     for _ in range(epochs):
         for idx in length_batches(masks.sum(1), batch_size, gen):
-            logits = choice_logits(model, x[idx], masks[idx.numpy()])
-            loss = torch.nn.functional.cross_entropy(logits, y[idx])
+            log_probs = choice_log_probs(model, x[idx], masks[idx.numpy()])
+            loss = -log_probs.gather(1, y[idx].unsqueeze(1)).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -91,8 +91,8 @@ def accuracy(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray
     hits = 0
     with torch.no_grad():
         for idx in np.array_split(np.argsort(masks.sum(1), kind="stable"), -(-len(actions) // chunk)):
-            logits = choice_logits(model, torch.as_tensor(obs[idx], dtype=torch.float32), masks[idx])
-            hits += int((logits.argmax(-1).numpy() == actions[idx]).sum())
+            log_probs = choice_log_probs(model, torch.as_tensor(obs[idx], dtype=torch.float32), masks[idx])
+            hits += int((log_probs.argmax(-1).numpy() == actions[idx]).sum())
     return hits / len(actions)
 
 
