@@ -90,8 +90,13 @@ def test_seed_table_refuses_runs_on_other_windows(tmp_path):
 
 
 def test_dqn_train_smoke(tmp_path):
-    run(train_cmd(tmp_path, "--workload", "real", "--algo", "dqn", "--timesteps", "1200", "--eval-windows", "0"))
-    assert (tmp_path / "lublin-256-real-dqn-s0" / "model.zip").exists()
+    run(train_cmd(tmp_path, "--workload", "real", "--algo", "dqn", "--timesteps", "1200", "--eval-windows", "0",
+                  "--checkpoint-every", "256"))
+    run_dir = tmp_path / "lublin-256-real-dqn-s0"
+    assert (run_dir / "model.zip").exists()
+    steps = [int(p.name.split("_")[-2]) for p in (run_dir / "checkpoints").glob("model_[0-9]*_steps.zip")]
+    buffers = [p.name for p in (run_dir / "checkpoints").glob("*replay_buffer*.pkl")]
+    assert len(steps) > 1 and buffers == [f"model_replay_buffer_{max(steps)}_steps.pkl"]  # only the newest buffer
 
 
 @pytest.mark.slow
