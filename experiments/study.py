@@ -267,10 +267,19 @@ def fit_table(data: train.Data, rows: int) -> pd.DataFrame:
 
 
 def fit_key(table: pd.DataFrame, model: str, params: dict[str, Any], seed: int) -> str:
-    """The cache key of a fit: a hash of the training table, the model's name, its settings and the seed."""
+    """The cache key of a fit: a hash of the training table, the model's name, its settings and the seed.
+
+    A model class past its first code revision (``Synthesizer.revision``) adds it, so its older fits are not reused
+    while the keys of the other models' fits stay valid.
+    """
+    import synth
     from synth.base import table_hash
 
-    text = json.dumps({"table": table_hash(table), "model": model, "params": params, "seed": seed}, sort_keys=True)
+    payload = {"table": table_hash(table), "model": model, "params": params, "seed": seed}
+    revision = synth.model_class(model).revision
+    if revision > 1:
+        payload["revision"] = revision
+    text = json.dumps(payload, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

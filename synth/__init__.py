@@ -24,12 +24,17 @@ MODELS: dict[str, str] = {
 DEFAULT = "arrivals"
 
 
-def get(name: str, **params: Any):
-    """A new, unfitted synthesizer by name (see :data:`MODELS`)."""
+def model_class(name: str) -> type:
+    """The synthesizer class of a name (see :data:`MODELS`)."""
     import importlib
 
     key = name.lower()
     if key not in MODELS:
         raise UnknownNameError("synthesizer", name, MODELS)
     module, _, cls = MODELS[key].partition(":")
-    return getattr(importlib.import_module(module), cls)(**params)
+    return getattr(importlib.import_module(module), cls)
+
+
+def get(name: str, **params: Any):
+    """A new, unfitted synthesizer by name (see :data:`MODELS`)."""
+    return model_class(name)(**params)

@@ -158,6 +158,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     name = "arrivals"
     packages = ("numpy", "pandas", "scipy")
+    revision = 2  # 2: runtime kernels shrink at the walltime
 
     def __init__(self, max_nodes: int | None = None, load: float | None = None, machine_nodes: int | None = None,
                  jitter: float = 0.3, smoothing: float = 20.0, **params: Any):

@@ -59,6 +59,9 @@ class Synthesizer:
     name = "base"
     #: packages whose versions go into the manifest
     packages: tuple[str, ...] = ("numpy", "pandas")
+    #: the modelling code's revision: raise it when a change makes a fitted model sample differently, so that saved
+    #: models (the training scripts' fit caches) of the older code are fitted again instead of mixing the two
+    revision = 1
 
     def __init__(self, max_nodes: int | None = None, **params: Any):
         self.max_nodes = max_nodes
@@ -140,7 +143,7 @@ class Synthesizer:
         manifest = {"class": f"{type(self).__module__}:{type(self).__qualname__}", "name": self.name,
                     "params": self.params, "max_nodes": self.max_nodes, "trace_hash": self.trace_hash,
                     "unix_start_time": self.unix_start_time, "fit_seconds": self.fit_seconds,
-                    "cores_per_node": self.cores_per_node,
+                    "cores_per_node": self.cores_per_node, "revision": type(self).revision,
                     "versions": {p: _version(p) for p in ("hpcgym", *self.packages)},
                     "files": _file_hashes(path)}
         write_text(path / MANIFEST, json.dumps(manifest, indent=2, default=str))  # last: it vouches for the rest
@@ -156,13 +159,18 @@ class Synthesizer:
         accidents, not against a forged folder (whoever can write the pickle can write the manifest).
 
         Raises:
-            ValueError: a file does not match the manifest.
+            ValueError: a file does not match the manifest, or the model was saved by another revision of its
+                class's code (:attr:`revision`).
         """
         path = Path(path)
         manifest = json.loads((path / MANIFEST).read_text())
         _verify(path, manifest)
         module, _, cls_name = manifest["class"].partition(":")
         cls = getattr(importlib.import_module(module), cls_name)
+        saved = manifest.get("revision", 1)
+        if saved != cls.revision:
+            raise ValueError(f"{path}: saved by revision {saved} of the {manifest['name']} synthesizer's code, and "
+                             f"this is revision {cls.revision}; fit it again")
         model = cls(max_nodes=manifest["max_nodes"], **manifest["params"])
         model.trace_hash, model.unix_start_time = manifest["trace_hash"], manifest["unix_start_time"]
         model.fit_seconds = manifest.get("fit_seconds")
