@@ -34,16 +34,16 @@ def split_observation(flat: torch.Tensor, slots: int, features: int) -> tuple[to
 
 
 def queue_ranks(values: torch.Tensor, present: torch.Tensor, slots: int) -> torch.Tensor:
-    """Each job's rank in its queue by ``values`` (batch, k), ties to the earlier slot, divided by ``slots``.
+    """Each job's rank in its queue by each column of ``values`` (batch, k, columns), divided by ``slots``.
 
-    The rank is a stable sort's position: 0 for the smallest value, and equal values rank in arrival order.
-    Padding slots sort after every job and rank 0.
+    The rank is a stable sort's position along the queue: 0 for the smallest value, and equal values rank in
+    arrival order (the earlier slot first). Padding slots (``present`` false) sort after every job and rank 0.
     """
-    keyed = torch.where(present, values, torch.inf)
+    keyed = torch.where(present.unsqueeze(-1), values, torch.inf)
     order = torch.sort(keyed, dim=1, stable=True).indices
-    ranks = torch.empty_like(order)
-    ranks.scatter_(1, order, torch.arange(values.shape[1], device=values.device).expand_as(order))
-    return torch.where(present, ranks.to(values.dtype) / slots, 0.0)
+    positions = torch.arange(values.shape[1], device=values.device).view(1, -1, 1).expand_as(order)
+    ranks = torch.empty_like(order).scatter_(1, order, positions)
+    return torch.where(present.unsqueeze(-1), ranks.to(values.dtype) / slots, 0.0)
 
 
 class SlotScorer(nn.Module):
@@ -77,7 +77,8 @@ class SlotScorer(nn.Module):
         held = torch.nonzero(present.any(0))
         k = int(held.max()) + 1 if len(held) else 1
         parts = [jobs[:, :k], machine.unsqueeze(1).expand(-1, k, -1)]
-        parts += [queue_ranks(jobs[:, :k, c], present[:, :k], self.slots).unsqueeze(-1) for c in self.ranks]
+        if self.ranks:
+            parts.append(queue_ranks(jobs[:, :k, list(self.ranks)], present[:, :k], self.slots))
         pair = torch.cat(parts, dim=-1)
         emb = torch.relu(self.embed(pair))
         scores = torch.where(present[:, :k], self.head(emb).squeeze(-1), 0.0)

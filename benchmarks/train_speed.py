@@ -11,7 +11,7 @@ steps, one torch thread each, and report environment steps per second of the who
   all), 4 epochs of minibatches of 512, and the same network as *before*: the ratio to *before* measures the
   environment and the update schedule;
 - *now*: ``experiments.train``'s defaults, the same with the scorer's queue-rank inputs (``--ranks``; they cost
-  a stable sort of each queue per column). The issue's target is a ratio of at least 3 for this row.
+  a stable sort of each queue). The issue's target is a ratio of at least 3 for this row.
 """
 
 from __future__ import annotations

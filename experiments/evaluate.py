@@ -156,10 +156,10 @@ def load_agent(run_dir: Path, file: str = "model.zip") -> tuple[Any, dict[str, A
 
 def trained_time_scale(run_dir: Path, args: dict[str, Any]) -> float | None:
     """The observation scale a run trained with: ``scales.json``'s, else its ``--time-scale`` (None: unset)."""
-    scales = run_dir / "scales.json"
-    if scales.exists():
-        return float(json.loads(scales.read_text())["time_scale"])
-    return args.get("time_scale") or None
+    from experiments.train import saved_time_scale
+
+    saved = saved_time_scale(run_dir)
+    return saved if saved is not None else args.get("time_scale") or None
 
 
 def run_agents(run_dir: Path) -> dict[str, Agent]:

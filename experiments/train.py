@@ -177,6 +177,10 @@ def parse_args(argv: list[str] | None = None) -> Args:
         ap.error("--envs must be >= 1 and --timesteps >= 0")
     if args.sample_pool:
         _check_pool(ap, args)
+    try:
+        rank_columns(args.ranks)
+    except cli.UsageError as exc:
+        ap.error(str(exc))
     return args
 
 
@@ -484,6 +488,12 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
 SCALES = "scales.json"  #: the observation scale a run resolved (``args.json`` keeps the flags as given)
 
 
+def saved_time_scale(run_dir: Path) -> float | None:
+    """The time scale a run resolved and saved in ``scales.json`` (None: none saved)."""
+    saved = run_dir / SCALES
+    return float(json.loads(saved.read_text())["time_scale"]) if saved.exists() else None
+
+
 def resolve_time_scale(args: Args, env: Any, run_dir: Path) -> float:
     """The run's observation time scale: ``--time-scale``, else the training environment's, saved in ``scales.json``.
 
@@ -491,11 +501,10 @@ def resolve_time_scale(args: Args, env: Any, run_dir: Path) -> float:
     """
     if args.time_scale:
         return args.time_scale
-    saved = run_dir / SCALES
-    if saved.exists():  # a resumed run keeps the scale it started with
-        return float(json.loads(saved.read_text())["time_scale"])
-    scale = float(env.get_attr("time_scale", [0])[0])
-    hpcgym_io.write_text(saved, json.dumps({"time_scale": scale}, indent=2))
+    scale = saved_time_scale(run_dir)  # a resumed run keeps the scale it started with
+    if scale is None:
+        scale = float(env.get_attr("time_scale", [0])[0])
+        hpcgym_io.write_text(run_dir / SCALES, json.dumps({"time_scale": scale}, indent=2))
     return scale
 
 

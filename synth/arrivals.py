@@ -132,10 +132,9 @@ class _Kernel:
         i = np.searchsorted(self.keys, keys)
         member = self.start[i] + (rng.random(len(keys)) * self.count[i]).astype(np.int64)
         centre = self.values[member]
-        edge = getattr(self, "edge", None)  # kernels pickled before the edge existed have none
-        if edge is None:
+        if self.edge is None:
             return centre + self.bandwidth[i] * rng.standard_normal(len(keys))
-        return edge_noise(centre, self.bandwidth[i], edge, rng)
+        return edge_noise(centre, self.bandwidth[i], self.edge, rng)
 
 
 def edge_noise(centre: np.ndarray, bandwidth: np.ndarray | float, edge: float,

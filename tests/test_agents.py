@@ -110,7 +110,8 @@ def test_queue_ranks_are_a_stable_sort_of_the_queue():
     values = torch.tensor([[0.5, 0.2, 0.5, 0.1, 0.0]])
     present = torch.tensor([[True, True, True, True, False]])
     # 0.1 first, then 0.2, then the two 0.5s in arrival order; padding ranks 0
-    torch.testing.assert_close(queue_ranks(values, present, slots=4), torch.tensor([[2.0, 1.0, 3.0, 0.0, 0.0]]) / 4)
+    ranks = queue_ranks(values.unsqueeze(-1), present, slots=4)[..., 0]  # one column
+    torch.testing.assert_close(ranks, torch.tensor([[2.0, 1.0, 3.0, 0.0, 0.0]]) / 4)
 
 
 def test_scorer_with_ranks_stays_permutation_equivariant_without_ties():

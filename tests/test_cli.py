@@ -19,6 +19,7 @@ BAD = [
     (["synth.sample", "--model", "/nonexistent", "--jobs", "5", "--out", "x.swf"], "nonexistent"),
     (["synth.report", "--real", "nosuch", "--synthetic", "arrivals", "--out", "x"], "nosuch"),
     (["experiments.train", "--machine", "12x0"], "positive"),
+    (["experiments.train", "--ranks", "walltime,cores"], "unknown job column"),
     (["experiments.train", "--run-name", "never-trained", "--resume", "--runs-dir", "/nonexistent"], "no run"),
     (["experiments.evaluate", "--model", "/nonexistent"], "no such file"),
     (["experiments.compare", "/nonexistent"], "no such file"),

@@ -104,10 +104,3 @@ def test_runs_fill_their_walltime_like_the_training_jobs(case):
     samples = [case["fake"], *(case["model"].sample(len(case["test"]), seed=s) for s in (2, 3))]
     assert abs(np.mean([used(s) for s in samples]) - used(case["train"])) <= 0.01
 
-
-def test_a_kernel_saved_before_the_walltime_edge_still_draws():
-    from synth.arrivals import _Kernel
-
-    kernel = _Kernel(np.array([0, 0, 1]), np.array([-1.0, -0.5, -2.0]), 0.1, edge=0.0)
-    del kernel.edge  # as unpickled from a model cached by an earlier version
-    assert np.isfinite(kernel.draw(np.array([0, 1]), np.random.default_rng(0))).all()
