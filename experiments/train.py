@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m experiments.train --workload synthetic            # the defaults: Theta, EASY, PPO, about 2 minutes
+    python -m experiments.train --workload synthetic            # the defaults: Theta, EASY, PPO, 2-3 minutes
     python -m experiments.train --workload synthetic --seeds 0 1 2 3 4 --jobs 2   # five seeds and their table
     python -m experiments.train --workload real --trace sdsc-sp2 --backfill none
     python -m experiments.train --workload synthetic --synthesizer tvae --algo dqn
