@@ -154,10 +154,17 @@ def load_agent(run_dir: Path, file: str = "model.zip") -> tuple[Any, dict[str, A
     return MaskedDQN.load(run_dir / file, device="cpu"), args
 
 
+SCALES = "scales.json"  #: the observation scale a run resolved (``args.json`` keeps the flags as given)
+
+
+def saved_time_scale(run_dir: Path) -> float | None:
+    """The time scale a run resolved and saved in ``scales.json`` (None: none saved)."""
+    saved = run_dir / SCALES
+    return float(json.loads(saved.read_text())["time_scale"]) if saved.exists() else None
+
+
 def trained_time_scale(run_dir: Path, args: dict[str, Any]) -> float | None:
     """The observation scale a run trained with: ``scales.json``'s, else its ``--time-scale`` (None: unset)."""
-    from experiments.train import saved_time_scale
-
     saved = saved_time_scale(run_dir)
     return saved if saved is not None else args.get("time_scale") or None
 

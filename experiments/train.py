@@ -485,20 +485,13 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run_dir: Path,
     return scores, chosen
 
 
-SCALES = "scales.json"  #: the observation scale a run resolved (``args.json`` keeps the flags as given)
-
-
-def saved_time_scale(run_dir: Path) -> float | None:
-    """The time scale a run resolved and saved in ``scales.json`` (None: none saved)."""
-    saved = run_dir / SCALES
-    return float(json.loads(saved.read_text())["time_scale"]) if saved.exists() else None
-
-
 def resolve_time_scale(args: Args, env: Any, run_dir: Path) -> float:
     """The run's observation time scale: ``--time-scale``, else the training environment's, saved in ``scales.json``.
 
     Validation, cloning and evaluation all use it, so every environment of a run maps times to features alike.
     """
+    from experiments.evaluate import SCALES, saved_time_scale
+
     if args.time_scale:
         return args.time_scale
     scale = saved_time_scale(run_dir)  # a resumed run keeps the scale it started with
