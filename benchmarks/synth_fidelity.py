@@ -1,6 +1,7 @@
 """Fidelity of every synthesizer on one real trace: one table, floor and bootstrap next to every model.
 
-Usage: ``python benchmarks/synth_fidelity.py --trace theta [--models ...] [--seed 0] [--jobs N] [--out results.md]``.
+Usage: ``python benchmarks/synth_fidelity.py --trace theta [--models ...] [--seed 0] [--jobs N] [--out results.md]
+[--cache DIR] [--neural-fit-rows N] [--threads 1]``.
 
 The trace (a name from :data:`hpcgym.traces.BUNDLED`) is split chronologically. Each model is fitted on the train
 split (first 70%) with the real machine's size (``max_nodes=machine.nodes``) and samples as many jobs as the test
@@ -12,11 +13,18 @@ rows named ``... gap`` hold ``abs(candidate - test)``). The last rows are wall s
 sampling and scoring. A model that fails is reported as failed and the others go on. The table is rewritten after
 every model, so an interrupted run keeps what finished. The neural models run with their CPU defaults (see their module
 docstrings); all seven take about half an hour or more per trace on 2 cores.
+
+``--cache DIR`` saves every fit there (``<trace>-<model>-<key>``, the key of :func:`synth.base.fit_key`: the training
+table's hash, the model, its settings, the seed and its code revision) and reuses it on a later run, so a table can be
+rebuilt after one model changes without refitting the others; a fit saved by another code revision is fitted again.
+``--neural-fit-rows N`` fits the four neural models on the last N jobs of the train split (HPC2N's 142,010 would take
+hours each on a CPU); the fast models and the references always use all of it, and the table's header says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import warnings
 from pathlib import Path
@@ -25,18 +33,55 @@ from typing import Any
 import pandas as pd
 
 import synth
+import synth.base
 from hpcgym import machines, traces
 from hpcgym.io import atomic_write
 from synth import fidelity
+from synth.base import fit_key
 from synth.report import head
 
+FIT_TIME = ".fit_s.json"  # suffix of the file beside a cached fit that says how long it took
 ORDER = ["arrivals", "lublin", "gaussiancopula", "ctgan", "tvae", "copulagan", "realtabformer"]
 
 
-def run_model(name: str, refs: fidelity.References, seed: int) -> tuple[dict[str, Any], dict[str, float]]:
-    """Fit, sample and score one model; return its :func:`synth.fidelity.score` result and its timings."""
-    t0 = time.perf_counter()
-    model = synth.get(name, max_nodes=refs.machine.nodes).fit(refs.train, seed=seed)
+NEURAL = ("ctgan", "tvae", "copulagan", "realtabformer")
+
+
+def fit_table(train: pd.DataFrame, name: str, neural_rows: int) -> pd.DataFrame:
+    """What ``name`` learns: the train split, or its last ``neural_rows`` jobs for a neural model."""
+    if name not in NEURAL or not neural_rows or neural_rows >= len(train):
+        return train
+    table = train.iloc[-neural_rows:].reset_index(drop=True)
+    table.attrs = dict(train.attrs)
+    return table
+
+
+def fitted(name: str, table: pd.DataFrame, refs: fidelity.References, seed: int,
+           cache: Path | None, label: str) -> tuple[synth.base.Synthesizer, float]:
+    """The model fitted on ``table`` (from the cache when it holds this fit) and the seconds its fit took."""
+    where = cache / f"{label}-{name}-{fit_key(table, name, {}, seed)}" if cache else None
+    if where is not None and (where / "manifest.json").exists():
+        try:
+            model = synth.base.Synthesizer.load(where)
+            return model, float(json.loads(Path(f"{where}{FIT_TIME}").read_text())["fit_s"])
+        except (ValueError, OSError, KeyError) as exc:  # another code revision, or a damaged folder: fit again
+            print(f"{name}: cached fit not used ({exc})", flush=True)
+    started = time.perf_counter()
+    model = synth.get(name, max_nodes=refs.machine.nodes).fit(table, seed=seed)
+    fit_s = time.perf_counter() - started
+    if where is not None:
+        model.save(where)
+        atomic_write(f"{where}{FIT_TIME}", lambda tmp: Path(tmp).write_text(json.dumps({"fit_s": fit_s})))
+    return model, fit_s
+
+
+def run_model(name: str, refs: fidelity.References, seed: int, cache: Path | None = None, label: str = "",
+              neural_rows: int = 0) -> tuple[dict[str, Any], dict[str, float]]:
+    """Fit (or load), sample and score one model; return its :func:`synth.fidelity.score` result and timings.
+
+    ``fit_s`` is the seconds of the fit itself, also when the model came from the cache (recorded at fit time).
+    """
+    model, fit_s = fitted(name, fit_table(refs.train, name, neural_rows), refs, seed, cache, label)
     t1 = time.perf_counter()
     try:
         raw = model.sample(len(refs.test), seed=seed)
@@ -44,7 +89,7 @@ def run_model(name: str, refs: fidelity.References, seed: int) -> tuple[dict[str
         raw = None
     t2 = time.perf_counter()
     scored = fidelity.score(refs, raw)
-    return scored, {"fit_s": t1 - t0, "sample_s": t2 - t1, "score_s": time.perf_counter() - t2}
+    return scored, {"fit_s": fit_s, "sample_s": t2 - t1, "score_s": time.perf_counter() - t2}
 
 
 def cell(value: Any) -> str:
@@ -93,6 +138,9 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
             f"{len(refs.train):,} jobs, test (reference) {len(refs.test):,}, seed {args.seed}; floor = train vs "
             f"test, bootstrap = day-block bootstrap of train; floor and bootstrap took "
             f"{refs.timing['references']:.0f} s")
+    if args.neural_fit_rows and args.neural_fit_rows < len(refs.train):
+        neural = ", ".join(m for m in scored if m in NEURAL)
+        head += f"; {neural or 'the neural models'} fitted on the last {args.neural_fit_rows:,} train jobs only"
     text = head + "\n\n" + markdown(wide_table(refs, scored, timings))
     if failed:
         text += "\n\n" + "\n".join(f"- {m} failed: {why}" for m, why in failed.items())
@@ -108,6 +156,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling, bootstrap and every subsample")
     ap.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the trace (quick runs)")
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here (after every model)")
+    ap.add_argument("--cache", type=Path, default=None, help="save fits here and reuse them (default: no cache)")
+    ap.add_argument("--neural-fit-rows", type=int, default=0,
+                    help="fit the neural models on the last N train jobs (default 0: all of them)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for the neural models (default 1)")
     return ap.parse_args(argv)
 
 
@@ -120,13 +172,20 @@ def main(argv: list[str] | None = None) -> None:
         real = head(real, args.jobs)
     machine = machines.get(real.attrs["machine"])
     refs = fidelity.prepare(traces.split(real, "train"), traces.split(real, "test"), machine, args.seed)
+    label = args.trace if args.jobs is None else f"{args.trace}-{args.jobs}"
+    if args.cache:
+        args.cache.mkdir(parents=True, exist_ok=True)
+    if any(m in NEURAL for m in args.models):
+        import torch
+
+        torch.set_num_threads(args.threads)
     scored: dict[str, dict[str, Any]] = {}
     timings: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
     for name in args.models:
         print(f"... {name} (started {time.strftime('%H:%M:%S', time.gmtime())} UTC)", flush=True)
         try:
-            scored[name], timings[name] = run_model(name, refs, args.seed)
+            scored[name], timings[name] = run_model(name, refs, args.seed, args.cache, label, args.neural_fit_rows)
         except Exception as exc:  # noqa: BLE001 - report a broken backend as such, and go on with the others
             failed[name] = f"{type(exc).__name__}: {exc}"
             print(f"{name} failed: {failed[name]}", flush=True)

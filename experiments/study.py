@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -68,6 +67,7 @@ from experiments import train
 from experiments.study_report import RUN_MARKER
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
+from synth.base import fit_key
 
 SOURCES = ("real", "arrivals", "lublin", "gaussiancopula", "ctgan", "tvae", "copulagan", "realtabformer", "mixed")
 GENERATORS = tuple(s for s in SOURCES if s not in ("real", "mixed"))
@@ -264,23 +264,6 @@ def fit_table(data: train.Data, rows: int) -> pd.DataFrame:
     table = data.fit.iloc[-rows:].reset_index(drop=True)
     table.attrs = dict(data.fit.attrs)
     return table
-
-
-def fit_key(table: pd.DataFrame, model: str, params: dict[str, Any], seed: int) -> str:
-    """The cache key of a fit: a hash of the training table, the model's name, its settings and the seed.
-
-    A model class past its first code revision (``Synthesizer.revision``) adds it, so its older fits are not reused
-    while the keys of the other models' fits stay valid.
-    """
-    import synth
-    from synth.base import table_hash
-
-    payload = {"table": table_hash(table), "model": model, "params": params, "seed": seed}
-    revision = synth.model_class(model).revision
-    if revision > 1:
-        payload["revision"] = revision
-    text = json.dumps(payload, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # ---- tasks (run in worker processes, Ray tasks, or in this process) -------------------------------------------

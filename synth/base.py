@@ -46,6 +46,31 @@ def table_hash(jobs: pd.DataFrame) -> str:
     return hashlib.sha256(data.to_numpy().tobytes()).hexdigest()[:16]
 
 
+def fit_key(table: pd.DataFrame, model: str, params: dict[str, Any], seed: int) -> str:
+    """The cache key of a fit: a hash of the training table, the model's name, its settings and the seed.
+
+    A model class past its first code revision (:attr:`Synthesizer.revision`) adds it, so its older fits are not
+    reused while the keys of the other models' fits stay valid (fits of the neural models take many CPU-minutes).
+
+    Args:
+        table: the training table.
+        model: a registered model name (:data:`synth.MODELS`).
+        params: the model's constructor settings.
+        seed: the fit's seed.
+
+    Returns:
+        16 hex digits.
+    """
+    import synth
+
+    payload = {"table": table_hash(table), "model": model, "params": params, "seed": seed}
+    revision = synth.model_class(model).revision
+    if revision > 1:
+        payload["revision"] = revision
+    text = json.dumps(payload, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)
