@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 import synth
@@ -131,9 +132,49 @@ def wide_table(refs: fidelity.References, scored: dict[str, dict[str, Any]],
     return pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
 
 
+#: two values closer than this count as a tie (the tables print 3 decimals)
+TIE = 0.001
+HEADLINE = ("C2ST ROC AUC", "KS wait (whole trace)")
+
+
+def _private_enough(row: pd.Series, value: float) -> bool:
+    """Whether a privacy row's value is at least as private as the test split's own (ids: never reused)."""
+    if row["metric"].endswith("id reuse share"):
+        return value <= 0.0
+    return fidelity.beats(value, row["floor"], row["better"]) or abs(value - row["floor"]) < TIE
+
+
+def _versus(rows: pd.DataFrame, ours: str, other: str) -> str:
+    """``ours`` against ``other`` on the fidelity rows: better / tied / worse counts."""
+    diff = [(r[ours], r[other], r["better"]) for _, r in rows.iterrows()]
+    tied = sum(abs(a - b) < TIE or (np.isinf(a) and np.isinf(b)) for a, b, _ in diff)
+    won = sum(fidelity.beats(a, b, better) and not abs(a - b) < TIE for a, b, better in diff)
+    return f"{won} / {tied} / {len(diff) - won - tied}"
+
+
+def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals") -> str:
+    """Per model: the headline rows, whether it is as private as the test split, and ``ours`` against it.
+
+    Fidelity rows are every row but privacy and the timings (marginals to scheduling, validity included); privacy
+    rows pass where the value is no worse than the test split's own (identifiers: never reused).
+    """
+    fid = table[~table["section"].isin(["privacy", "time"]) & (table["better"] != "= test")]
+    priv = table[table["section"] == "privacy"]
+    lines = [f"Scoreboard ({len(fid)} fidelity rows; ties within {TIE}):", "",
+             f"| model | {' | '.join(HEADLINE)} | privacy rows as private as the test split | "
+             f"{ours} better / tied / worse on the fidelity rows |", "|---|---:|---:|---|---:|"]
+    for m in models:
+        head = [cell(float(table.loc[table["metric"] == h, m].iloc[0])) for h in HEADLINE]
+        bad = [r["metric"] for _, r in priv.iterrows() if not _private_enough(r, float(r[m]))]
+        ok = f"{len(priv) - len(bad)} of {len(priv)}" + (f" (not: {', '.join(bad)})" if bad else "")
+        versus = "-" if m == ours or ours not in models else _versus(fid, ours, m)
+        lines.append(f"| {m} | {' | '.join(head)} | {ok} | {versus} |")
+    return "\n".join(lines)
+
+
 def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.References,
            scored: dict[str, dict[str, Any]], timings: dict[str, dict[str, float]], failed: dict[str, str]) -> str:
-    """The markdown text: a header line, the table, failures."""
+    """The markdown text: a header line, the table, the scoreboard (:func:`scoreboard`), failures."""
     head = (f"{args.trace}: {len(real):,} jobs on {refs.machine.name} ({refs.machine.nodes:,} nodes); train "
             f"{len(refs.train):,} jobs, test (reference) {len(refs.test):,}, seed {args.seed}; floor = train vs "
             f"test, bootstrap = day-block bootstrap of train; floor and bootstrap took "
@@ -141,7 +182,8 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
     if args.neural_fit_rows and args.neural_fit_rows < len(refs.train):
         neural = ", ".join(m for m in scored if m in NEURAL)
         head += f"; {neural or 'the neural models'} fitted on the last {args.neural_fit_rows:,} train jobs only"
-    text = head + "\n\n" + markdown(wide_table(refs, scored, timings))
+    table = wide_table(refs, scored, timings)
+    text = head + "\n\n" + markdown(table) + "\n\n" + scoreboard(table, ["bootstrap", *scored])
     if failed:
         text += "\n\n" + "\n".join(f"- {m} failed: {why}" for m, why in failed.items())
     return text + "\n"

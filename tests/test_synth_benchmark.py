@@ -20,6 +20,9 @@ def test_benchmark_table_and_fit_cache(tmp_path):
     first = _run(tmp_path, "a.md")
     assert "| metric | better | floor | bootstrap | arrivals | lublin | test |" in first
     assert "| KS wait (whole trace) | lower |" in first and "| exact-copy share | lower |" in first
+    board = first[first.index("Scoreboard"):]
+    assert "| bootstrap |" in board and "| lublin |" in board
+    assert "(not: " in board.split("| bootstrap |")[1].splitlines()[0]  # the memorizer copies train: not private
     fits = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_dir())
     assert [f.rsplit("-", 1)[0] for f in fits] == ["sdsc-sp2-3000-arrivals", "sdsc-sp2-3000-lublin"]
     # a second run loads the fits (the recorded fit seconds come back) and samples the same tables
