@@ -77,20 +77,37 @@ def fitted(name: str, table: pd.DataFrame, refs: fidelity.References, seed: int,
 
 
 def run_model(name: str, refs: fidelity.References, seed: int, cache: Path | None = None, label: str = "",
-              neural_rows: int = 0) -> tuple[dict[str, Any], dict[str, float]]:
-    """Fit (or load), sample and score one model; return its :func:`synth.fidelity.score` result and timings.
+              neural_rows: int = 0, samples: int = 1) -> tuple[dict[str, Any], dict[str, float]]:
+    """Fit (or load) one model, then sample and score it ``samples`` times (seeds ``seed``, ``seed + 1``, ...).
 
-    ``fit_s`` is the seconds of the fit itself, also when the model came from the cache (recorded at fit time).
+    Returns:
+        The first sample's :func:`synth.fidelity.score` result with ``values`` (and ``load``: the whole-trace
+        offered load and utilization) averaged over the samples, and the timings: ``fit_s`` (of the fit itself,
+        also when the model came from the cache: recorded at fit time), ``sample_s`` and ``score_s`` per sample.
     """
     model, fit_s = fitted(name, fit_table(refs.train, name, neural_rows), refs, seed, cache, label)
-    t1 = time.perf_counter()
-    try:
-        raw = model.sample(len(refs.test), seed=seed)
-    except RuntimeError:  # too few valid rows even after redraws: scored as an all-invalid sample
-        raw = None
-    t2 = time.perf_counter()
-    scored = fidelity.score(refs, raw)
-    return scored, {"fit_s": fit_s, "sample_s": t2 - t1, "score_s": time.perf_counter() - t2}
+    results, sample_s, score_s = [], 0.0, 0.0
+    for k in range(samples):
+        t1 = time.perf_counter()
+        try:
+            raw = model.sample(len(refs.test), seed=seed + k)
+        except RuntimeError:  # too few valid rows even after redraws: scored as an all-invalid sample
+            raw = None
+        t2 = time.perf_counter()
+        results.append(fidelity.score(refs, raw))
+        sample_s, score_s = sample_s + t2 - t1, score_s + time.perf_counter() - t2
+    out = dict(results[0])
+    out["values"] = {m: float(np.mean([r["values"][m] for r in results])) for m in results[0]["values"]}
+    out["load"] = {key: float(np.mean([_load(r, key) for r in results])) for key in ("offered_load", "utilization")}
+    return out, {"fit_s": fit_s, "sample_s": sample_s / samples, "score_s": score_s / samples}
+
+
+def _load(result: dict[str, Any], key: str) -> float:
+    """The whole-trace replay's ``offered_load`` or ``utilization`` of a scored candidate (NaN without one)."""
+    if "load" in result:
+        return result["load"][key]
+    sched = result["sections"].get("scheduling")
+    return float("nan") if sched is None else float(sched["summary"].at[key, "synthetic"])
 
 
 def cell(value: Any) -> str:
@@ -117,14 +134,10 @@ def wide_table(refs: fidelity.References, scored: dict[str, dict[str, Any]],
     table = fidelity.make_table(refs, scored)
     extra = []
     for key in ("offered_load", "utilization"):
-        def value(result: dict[str, Any], k: str = key) -> float:
-            sched = result["sections"].get("scheduling")
-            return float("nan") if sched is None else float(sched["summary"].at[k, "synthetic"])
-
         row = {"metric": f"{key.replace('_', ' ')} (whole trace, value)", "section": "scheduling",
-               "better": "= test", "floor": value(refs.floor), "bootstrap": value(refs.bootstrap),
+               "better": "= test", "floor": _load(refs.floor, key), "bootstrap": _load(refs.bootstrap, key),
                "test": float(refs.floor["sections"]["scheduling"]["summary"].at[key, "real"])}
-        extra.append(row | {m: value(scored[m]) for m in scored})
+        extra.append(row | {m: _load(scored[m], key) for m in scored})
     for key in ("fit_s", "sample_s", "score_s"):
         row = {"metric": key, "section": "time", "better": "lower", "floor": float("nan"),
                "bootstrap": float("nan")}
@@ -153,7 +166,7 @@ def _versus(rows: pd.DataFrame, ours: str, other: str) -> str:
 
 
 def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals") -> str:
-    """Per model: the headline rows, whether it is as private as the test split, and ``ours`` against it.
+    """Per model: the headline rows, privacy against the test split, the targets met, and ``ours`` against it.
 
     Fidelity rows are every row but privacy and the timings (marginals to scheduling, validity included); privacy
     rows pass where the value is no worse than the test split's own (identifiers: never reused).
@@ -161,14 +174,17 @@ def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals") -
     fid = table[~table["section"].isin(["privacy", "time"]) & (table["better"] != "= test")]
     priv = table[table["section"] == "privacy"]
     lines = [f"Scoreboard ({len(fid)} fidelity rows; ties within {TIE}):", "",
-             f"| model | {' | '.join(HEADLINE)} | privacy rows as private as the test split | "
-             f"{ours} better / tied / worse on the fidelity rows |", "|---|---:|---:|---|---:|"]
+             f"| model | {' | '.join(HEADLINE)} | privacy rows as private as the test split | targets met | "
+             f"{ours} better / tied / worse on the fidelity rows |", "|---|---:|---:|---|---|---:|"]
+    floor = dict(zip(table["metric"], table["floor"], strict=True))
     for m in models:
         head = [cell(float(table.loc[table["metric"] == h, m].iloc[0])) for h in HEADLINE]
         bad = [r["metric"] for _, r in priv.iterrows() if not _private_enough(r, float(r[m]))]
         ok = f"{len(priv) - len(bad)} of {len(priv)}" + (f" (not: {', '.join(bad)})" if bad else "")
         versus = "-" if m == ours or ours not in models else _versus(fid, ours, m)
-        lines.append(f"| {m} | {' | '.join(head)} | {ok} | {versus} |")
+        goals = fidelity.targets(dict(zip(table["metric"], table[m], strict=True)), floor)
+        met = f"{int(goals['met'].sum())} of {len(goals)}"
+        lines.append(f"| {m} | {' | '.join(head)} | {ok} | {met} | {versus} |")
     return "\n".join(lines)
 
 
@@ -178,7 +194,8 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
     head = (f"{args.trace}: {len(real):,} jobs on {refs.machine.name} ({refs.machine.nodes:,} nodes); train "
             f"{len(refs.train):,} jobs, test (reference) {len(refs.test):,}, seed {args.seed}; floor = train vs "
             f"test, bootstrap = day-block bootstrap of train; floor and bootstrap took "
-            f"{refs.timing['references']:.0f} s")
+            f"{refs.timing['references']:.0f} s; each model's column is the mean of {args.samples} sample(s) of one "
+            f"fit (seeds {args.seed}-{args.seed + args.samples - 1})")
     if args.neural_fit_rows and args.neural_fit_rows < len(refs.train):
         neural = ", ".join(m for m in scored if m in NEURAL)
         head += f"; {neural or 'the neural models'} fitted on the last {args.neural_fit_rows:,} train jobs only"
@@ -202,6 +219,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--neural-fit-rows", type=int, default=0,
                     help="fit the neural models on the last N train jobs (default 0: all of them)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the neural models (default 1)")
+    ap.add_argument("--samples", type=int, default=3,
+                    help="samples per model, seeds SEED, SEED+1, ...; the table averages them (default 3)")
     return ap.parse_args(argv)
 
 
@@ -227,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.models:
         print(f"... {name} (started {time.strftime('%H:%M:%S', time.gmtime())} UTC)", flush=True)
         try:
-            scored[name], timings[name] = run_model(name, refs, args.seed, args.cache, label, args.neural_fit_rows)
+            scored[name], timings[name] = run_model(name, refs, args.seed, args.cache, label, args.neural_fit_rows,
+                                                    args.samples)
         except Exception as exc:  # noqa: BLE001 - report a broken backend as such, and go on with the others
             failed[name] = f"{type(exc).__name__}: {exc}"
             print(f"{name} failed: {failed[name]}", flush=True)

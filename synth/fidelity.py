@@ -104,6 +104,20 @@ METRICS: dict[str, tuple[str, str, str, float]] = {
     "user-id reuse share": ("privacy", "lower", "0 (floor: real users return)", 1.0),
     "group-id reuse share": ("privacy", "lower", "0 (floor: real groups return)", 1.0),
 }
+#: the generator targets: (what, metric, comparison with the floor's value, allowance). "<=": at most the floor
+#: plus the allowance; ">=": at least the floor; "0": exactly 0 whatever the floor. The privacy rows' floor is the
+#: test split's own value against train, the others' the train split's against test.
+TARGETS: tuple[tuple[str, str, str, float], ...] = (
+    ("no real user id", "user-id reuse share", "0", 0.0),
+    ("no real group id", "group-id reuse share", "0", 0.0),
+    ("no more exact copies of train than the test split has", "exact-copy share", "<=", 0.0),
+    ("median DCR no closer to train than the test split's", "DCR median", ">=", 0.0),
+    ("no more rows below the test split's 5th-percentile DCR", "share DCR < test p5", "<=", 0.0),
+    ("classifier AUC within 0.02 of train vs test", "C2ST ROC AUC", "<=", 0.02),
+    ("whole-trace EASY-wait KS within 0.05 of train vs test", "KS wait (whole trace)", "<=", 0.05),
+    ("lag-1 ACF of log inter-arrivals within the floor", "lag-1 ACF log1p inter-arrival gap", "<=", 0.0),
+    ("24 h spectral peak within the floor", "24 h spectral peak gap", "<=", 0.0),
+)
 TABLE_COLUMNS = ("metric", "section", "better", "target", "floor", "bootstrap", "synthetic", "test", "note")
 #: the pairwise sections, in report order (validity and privacy are computed apart)
 SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals", "scheduling")
@@ -266,6 +280,31 @@ def metric_values(scored: dict[str, Any]) -> dict[str, float]:
     return {m: (v[m] if m in v and not np.isnan(v[m]) else worst(m)) for m in METRICS}
 
 
+def targets(values: dict[str, float], floor: dict[str, float]) -> pd.DataFrame:
+    """The generator targets (:data:`TARGETS`), each with its bar, the candidate's value and whether it is met.
+
+    Args:
+        values: the candidate's metric values (:func:`metric_values`).
+        floor: the floor's metric values (``References.floor["values"]``).
+
+    Returns:
+        Columns ``target, metric, bar, value, met``; a target whose bar cannot be computed (no floor value) is
+        not met.
+    """
+    rows = []
+    for what, metric, op, allowance in TARGETS:
+        value, base = float(values[metric]), float(floor.get(metric, np.nan))
+        if op == "0":
+            bar, met = "= 0", value == 0.0
+        elif op == "<=":
+            bar, met = f"<= {base + allowance:.3f}", value <= base + allowance + 1e-12
+        else:
+            bar, met = f">= {base:.3f}", value >= base - 1e-12
+        rows.append({"target": what, "metric": metric, "bar": bar, "value": value,
+                     "met": bool(met) and not np.isnan(value) and (op == "0" or not np.isnan(base))})
+    return pd.DataFrame(rows)
+
+
 # ---- references and candidates -------------------------------------------------------------------------------
 @dataclass
 class References:
@@ -422,9 +461,9 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | None, out_dir: s
 
     Returns:
         ``table`` (:func:`fidelity_table`'s columns), ``floor``/``bootstrap``/``synthetic`` (each with
-        ``sections``, ``validity``, ``privacy``, ``values``), ``timing`` (seconds per synthetic section,
-        ``references`` and ``total``), ``meta`` (sizes, names, seed), ``tables`` (training views for the plots)
-        and ``report`` (the path of ``report.md``, or ``None``).
+        ``sections``, ``validity``, ``privacy``, ``values``), ``targets`` (:func:`targets`), ``timing`` (seconds
+        per synthetic section, ``references`` and ``total``), ``meta`` (sizes, names, seed), ``tables`` (training
+        views for the plots) and ``report`` (the path of ``report.md``, or ``None``).
     """
     from tqdm.auto import tqdm
 
@@ -442,7 +481,8 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | None, out_dir: s
     timing["references"] = refs.timing["references"]
     timing["total"] = time.perf_counter() - started
     out: dict[str, Any] = {"table": table, "floor": refs.floor, "bootstrap": refs.bootstrap, "synthetic": synth,
-                           "timing": timing, "report": None}
+                           "targets": targets(synth["values"], refs.floor["values"]), "timing": timing,
+                           "report": None}
     out["meta"] = {
         "real": str(real.attrs.get("name", "real")), "machine": machine.name, "machine_nodes": machine.nodes,
         "jobs_real": len(real), "jobs_train": len(train), "jobs_test": len(test),

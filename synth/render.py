@@ -260,6 +260,22 @@ def _summary(results: dict[str, Any]) -> list[str]:
                      "synthetic beats bootstrap", "test value", "note"], rows)]
 
 
+def _targets_section(results: dict[str, Any]) -> list[str]:
+    table = results.get("targets")
+    if table is None:
+        return []
+    missed = [r.target for r in table.itertuples(index=False) if not r.met]
+    rows = [[r.target, r.metric, r.bar, r.value, "met" if r.met else "**missed**"]
+            for r in table.itertuples(index=False)]
+    verdict = (f"All {len(table)} targets are met." if not missed else
+               f"{len(table) - len(missed)} of {len(table)} targets are met; missed: {'; '.join(missed)}.")
+    return ["## Targets", "",
+            "What a generator must reach to be useful and safe: at least as private as unseen real data (the test "
+            "split, against train), and as close to the test split as the train split is, within the stated "
+            f"allowance (the floor column of the summary). {verdict}", "",
+            *_table(["target", "metric", "bar", "synthetic", "verdict"], rows)]
+
+
 def _marginals_section(results: dict[str, Any]) -> list[str]:
     rows = [[c, *_cells(results, "marginals", lambda m, c=c: m.at[c, "ks"]),
              *_cells(results, "marginals", lambda m, c=c: m.at[c, "wasserstein_log1p"])] for c in NUMERIC]
@@ -412,8 +428,8 @@ def render_markdown(results: dict[str, Any]) -> str:
     Returns:
         The markdown text.
     """
-    parts = [_header, _summary, _marginals_section, _correlation_section, _sdmetrics_section, _c2st_section,
-             _shape_section, _validity_section, _arrivals_section, _scheduling_section, _privacy_section,
+    parts = [_header, _summary, _targets_section, _marginals_section, _correlation_section, _sdmetrics_section,
+             _c2st_section, _shape_section, _validity_section, _arrivals_section, _scheduling_section, _privacy_section,
              _timing_section]
     return "\n".join(line for part in parts for line in part(results))
 

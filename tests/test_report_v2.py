@@ -136,6 +136,23 @@ def test_empty_or_invalid_sample_scores_worst(kind, real, splits, refs):
     render.render_markdown(out)  # draws a missing candidate without raising
 
 
+def test_targets_are_judged_and_reported(result, refs):
+    table = result["targets"]
+    assert list(table.columns) == ["target", "metric", "bar", "value", "met"]
+    assert set(table["metric"]) <= set(fidelity.METRICS) and len(table) == len(fidelity.TARGETS)
+    by = table.set_index("metric")
+    # Lublin draws no user ids (met) and separates easily from the test split (C2ST far above the floor: missed)
+    assert by.at["user-id reuse share", "met"] and not by.at["C2ST ROC AUC", "met"]
+    assert by.at["C2ST ROC AUC", "bar"] == f"<= {refs.floor['values']['C2ST ROC AUC'] + 0.02:.3f}"
+    text = render.render_markdown(result)
+    assert "## Targets" in text and "**missed**" in text and "classifier AUC within 0.02" in text
+    # the test split itself meets every privacy target (it is their bar) and a copy of train misses them
+    test_values = dict(refs.floor["values"]) | {"user-id reuse share": 0.0, "group-id reuse share": 0.0}
+    assert fidelity.targets(test_values, refs.floor["values"]).query("metric.str.contains('DCR|copy')")["met"].all()
+    memorized = fidelity.targets(refs.bootstrap["values"], refs.floor["values"]).set_index("metric")["met"]
+    assert not memorized["exact-copy share"] and not memorized["DCR median"] and not memorized["user-id reuse share"]
+
+
 # ---- command line --------------------------------------------------------------------------------------------
 def test_report_fits_a_named_model_for_the_real_machine(real):
     from hpcgym import machines
