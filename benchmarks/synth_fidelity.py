@@ -185,6 +185,10 @@ def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals") -
         goals = fidelity.targets(dict(zip(table["metric"], table[m], strict=True)), floor)
         met = f"{int(goals['met'].sum())} of {len(goals)}"
         lines.append(f"| {m} | {' | '.join(head)} | {ok} | {met} | {versus} |")
+    if ours in models:
+        goals = fidelity.targets(dict(zip(table["metric"], table[ours], strict=True)), floor)
+        missed = [f"{r.target} ({cell(r.value)}, bar {r.bar})" for r in goals.itertuples() if not r.met]
+        lines += ["", f"{ours}: targets missed: {'; '.join(missed) if missed else 'none'}."]
     return "\n".join(lines)
 
 
