@@ -75,7 +75,7 @@ EDGE_BANDWIDTH = 0.02  # the runtime kernels' sd at the walltime (log run / wall
 N_CLASSES = 20 * 16  # request classes: 16 walltime octaves x 20 node-count octaves (see _request_class)
 MIX_ROUNDS = 3  # rounds of the request-mix calibration
 MIX_JOBS = 100_000  # jobs sampled per round, at least (more when the training table is longer)
-MIX_CLIP = 5.0  # a round changes a class's weight by at most this factor
+MIX_CLIP = 5.0  # a round changes a request's weight by at most this factor
 
 
 def _hour_class(hour: np.ndarray, dow: np.ndarray) -> np.ndarray:
