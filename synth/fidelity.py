@@ -19,7 +19,9 @@
 9. privacy (DCR, exact copies, reuse of user and group ids, all against train; floor: the test split's own values):
    :mod:`synth.privacy`.
 
-Every metric states which direction is better (:data:`METRICS`). A sample that is empty, or has no valid row,
+Every metric states which direction is better (:data:`METRICS`). :func:`targets` judges a candidate against the
+generator targets (:data:`TARGETS`: privacy at least the test split's, fidelity within an allowance of the floor),
+and every report says which it misses. A sample that is empty, or has no valid row,
 scores the worst value on every metric; a metric a small sample cannot compute (NaN where the floor has a value)
 scores the worst value too. :func:`fidelity_table` gives one row per metric, :func:`evaluate` everything for the
 report of :mod:`synth.render` (imported only when ``out_dir`` is given; it never imports this module).
