@@ -39,7 +39,7 @@ from hpcgym import machines, traces
 from hpcgym.io import atomic_write
 from synth import fidelity
 from synth.base import fit_key
-from synth.report import head
+from synth.report import head, tail
 
 FIT_TIME = ".fit_s.json"  # suffix of the file beside a cached fit that says how long it took
 ORDER = ["arrivals", "lublin", "gaussiancopula", "ctgan", "tvae", "copulagan", "realtabformer"]
@@ -50,11 +50,7 @@ NEURAL = ("ctgan", "tvae", "copulagan", "realtabformer")
 
 def fit_table(train: pd.DataFrame, name: str, neural_rows: int) -> pd.DataFrame:
     """What ``name`` learns: the train split, or its last ``neural_rows`` jobs for a neural model."""
-    if name not in NEURAL or not neural_rows or neural_rows >= len(train):
-        return train
-    table = train.iloc[-neural_rows:].reset_index(drop=True)
-    table.attrs = dict(train.attrs)
-    return table
+    return tail(train, neural_rows) if name in NEURAL else train
 
 
 def fitted(name: str, table: pd.DataFrame, refs: fidelity.References, seed: int,
@@ -177,17 +173,17 @@ def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals") -
              f"| model | {' | '.join(HEADLINE)} | privacy rows as private as the test split | targets met | "
              f"{ours} better / tied / worse on the fidelity rows |", "|---|---:|---:|---|---|---:|"]
     floor = dict(zip(table["metric"], table["floor"], strict=True))
+    goals: dict[str, pd.DataFrame] = {}
     for m in models:
         head = [cell(float(table.loc[table["metric"] == h, m].iloc[0])) for h in HEADLINE]
         bad = [r["metric"] for _, r in priv.iterrows() if not _private_enough(r, float(r[m]))]
         ok = f"{len(priv) - len(bad)} of {len(priv)}" + (f" (not: {', '.join(bad)})" if bad else "")
         versus = "-" if m == ours or ours not in models else _versus(fid, ours, m)
-        goals = fidelity.targets(dict(zip(table["metric"], table[m], strict=True)), floor)
-        met = f"{int(goals['met'].sum())} of {len(goals)}"
+        goals[m] = fidelity.targets(dict(zip(table["metric"], table[m], strict=True)), floor)
+        met = f"{int(goals[m]['met'].sum())} of {len(goals[m])}"
         lines.append(f"| {m} | {' | '.join(head)} | {ok} | {met} | {versus} |")
-    if ours in models:
-        goals = fidelity.targets(dict(zip(table["metric"], table[ours], strict=True)), floor)
-        missed = [f"{r.target} ({cell(r.value)}, bar {r.bar})" for r in goals.itertuples() if not r.met]
+    if ours in goals:
+        missed = [f"{r.target} ({cell(r.value)}, bar {r.bar})" for r in goals[ours].itertuples() if not r.met]
         lines += ["", f"{ours}: targets missed: {'; '.join(missed) if missed else 'none'}."]
     return "\n".join(lines)
 

@@ -259,11 +259,9 @@ def train_args(args: Args, source: str, seed: int) -> train.Args:
 
 def fit_table(data: train.Data, rows: int) -> pd.DataFrame:
     """The table the generators learn: the training part, or its last ``rows`` jobs."""
-    if not rows or rows >= len(data.fit):
-        return data.fit
-    table = data.fit.iloc[-rows:].reset_index(drop=True)
-    table.attrs = dict(data.fit.attrs)
-    return table
+    from synth.report import tail
+
+    return tail(data.fit, rows)
 
 
 # ---- tasks (run in worker processes, Ray tasks, or in this process) -------------------------------------------

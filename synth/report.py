@@ -41,11 +41,28 @@ def head(table: pd.DataFrame, n: int) -> pd.DataFrame:
     Returns:
         The table itself when it has at most ``n`` jobs, else its first ``n`` jobs.
     """
+    return _part(table, n, slice(None, n))
+
+
+def tail(table: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The last ``n`` jobs of a table (submit times unchanged), as :func:`head` keeps the first.
+
+    Args:
+        table: canonical job table.
+        n: jobs to keep; 0 keeps all of them.
+
+    Returns:
+        The table itself when ``n`` is 0 or it has at most ``n`` jobs, else its last ``n`` jobs.
+    """
+    return _part(table, n, slice(-n, None)) if n else table
+
+
+def _part(table: pd.DataFrame, n: int, rows: slice) -> pd.DataFrame:
     if n >= len(table):
         return table
     attrs = dict(table.attrs)
     attrs["invalid"] = {k: int(round(v * n / len(table))) for k, v in dict(attrs.get("invalid") or {}).items()}
-    out = table.iloc[:n].reset_index(drop=True)
+    out = table.iloc[rows].reset_index(drop=True)
     out.attrs = attrs
     return out
 
