@@ -90,8 +90,8 @@ def build(obs, mask, queue, now, free, total, submit, wall, nodes, running, ends
 @nb.njit(cache=True)
 def build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
     """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`; plain tuples work too)."""
-    submit, _, wall, nodes, _ = jobs
-    sc, begin, _, _, q, _, _, rs, _, _ = st
+    submit, wall, nodes = jobs[0], jobs[2], jobs[3]
+    sc, begin, q, rs = st[0], st[1], st[4], st[7]
     n = len(begin)
     waiting = sc[QE] - sc[QS]
     live = rs[:sc[RN]]

@@ -48,11 +48,11 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
         if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
             continue
         n = lengths[i]
-        submit, hold, wall, nodes, key = jobs
-        sc, start, first, res, q, cand, heap, rs, pt, pu = st
-        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n])
-        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :n], rs[i, :n], pt[i],
-              pu[i])
+        submit, hold, wall, nodes, key, limit, user = jobs
+        sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount = st
+        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
+        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
+              pu[i], hist[i], hcount[i])
         status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0,
                                      inv_wait, inv_time, inv_area)
 
