@@ -112,8 +112,10 @@ def _launch(j, t, sc, begin, heap, hold, wall, nodes):  # pragma: no cover - com
 # loop calls the steps itself: a pass function inlined into it would pay a reference count per array per event.
 @borrowing
 def hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # pragma: no cover - compiled
-    """Forget the past, hand back the rest of the intervals of the jobs that ended early, and extend those of the
-    jobs whose estimates were corrected; True if any job did either (then the pass compresses)."""
+    """Forget the past, hand back the ends of early jobs' intervals, extend corrected ones'; True if any changed.
+
+    A change (an early end, or an estimate raised to the walltime) makes the pass compress.
+    """
     advance(sc, pt, pu, t)
     changed = False
     for k in range(sc[ENDED]):  # the jobs that ended now (events.release wrote them to cand)

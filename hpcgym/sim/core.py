@@ -24,8 +24,23 @@ from hpcgym.sim.backfill import BACKFILL_MODES, CONSERVATIVE, EASY, NONE, RLSCHE
 from hpcgym.sim.events import next_event, start
 from hpcgym.sim.policy import FCFS, UNICEP, WFP3
 from hpcgym.sim.queue import any_fits, by_scan_order, compact, ordered
-from hpcgym.sim.state import (APPEND, ARRIVED, BLOCKED, ENDED, EXPIRED, FREE, NEW_HEAD, NEXT, OPEN, QE, QS, RN, SCAN, T,
-                              fresh)
+from hpcgym.sim.state import (
+    APPEND,
+    ARRIVED,
+    BLOCKED,
+    ENDED,
+    EXPIRED,
+    FREE,
+    NEW_HEAD,
+    NEXT,
+    OPEN,
+    QE,
+    QS,
+    RN,
+    SCAN,
+    T,
+    fresh,
+)
 
 __all__ = ["BACKFILL_MODES", "Backfill", "CONSERVATIVE", "DECIDE", "DONE", "EASY", "NONE", "RLSCHEDULER",
            "STEP_MODES", "run", "schedule"]
@@ -141,7 +156,8 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
                     chosen = q[sc[QS]]
                     continue
                 sc[OPEN] = 0
-        if not next_event(code, sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit, user, hist, hcount):
+        if not next_event(code, sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit, user, hist,
+                          hcount):
             return DONE
 
 

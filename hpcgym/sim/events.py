@@ -13,8 +13,24 @@ import numpy as np
 from hpcgym.sim.policy import score
 from hpcgym.sim.predict import WALLTIME, predict, remember
 from hpcgym.sim.queue import enqueue, heap_pop, heap_push, sorted_insert, sorted_remove
-from hpcgym.sim.state import (ARRIVED, BLOCKED, ENDED, EXPIRED, FREE, HN, NEW_HEAD, NEXT, OPEN, PRED, QE, QS, RN, T,
-                              WAKE, borrowing)
+from hpcgym.sim.state import (
+    ARRIVED,
+    BLOCKED,
+    ENDED,
+    EXPIRED,
+    FREE,
+    HN,
+    NEW_HEAD,
+    NEXT,
+    OPEN,
+    PRED,
+    QE,
+    QS,
+    RN,
+    WAKE,
+    T,
+    borrowing,
+)
 
 NEVER = np.iinfo(np.int64).max
 

@@ -17,7 +17,7 @@ def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
 
 def check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: bool,
           predictor: Predictor | None = None) -> None:
-    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill`` (and ``predictor``)."""
+    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill`` and ``predictor``."""
     if backfill not in BACKFILL_MODES:
         raise ValueError(f"backfill must be one of {sorted(BACKFILL_MODES)}, not {backfill!r}")
     if predictor is not None and predictor.code != WALLTIME and not kill_at_walltime:
