@@ -39,7 +39,7 @@ def engine_jobs(submit: np.ndarray, hold: np.ndarray, walltime: np.ndarray, node
     Without a predictor the keys are the policy's static keys; with one, each job's key is computed at its
     arrival from its estimate, so the custom keys go in as they are. ``wall`` is a copy: a predictor writes to it.
     """
-    if predictor.history and user is not None:
+    if user is not None:  # dense ids even without a history predictor: a baseline heuristic may read them
         users, n_users = predict.user_index(user)
     else:
         users, n_users = np.full(len(submit), -1, np.int64), 0
@@ -215,5 +215,5 @@ class Simulator:
         jobs = self.jobs
         if jobs is None:
             jobs = pd.DataFrame({"job_id": np.arange(1, len(self.start) + 1), "submit": self.submit,
-                                 "walltime": self.wall, "nodes": self.job_nodes})
+                                 "walltime": self.limit, "nodes": self.job_nodes})
         return metrics.records(jobs.loc[started], self.start[started], self.hold[started])
