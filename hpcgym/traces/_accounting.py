@@ -74,10 +74,11 @@ def durations(text: pd.Series) -> np.ndarray:
 
     NaN where the text is not such a duration (an empty cell, ``UNLIMITED``, a typo): the caller decides.
     """
-    parts = text.str.strip().str.extract(_DURATION)
+    codes, uniques = pd.factorize(text)  # a log repeats its limits and runtimes: parse each text once
+    parts = pd.Series(uniques, dtype=object).str.strip().str.extract(_DURATION)
     days, hours, minutes = (pd.to_numeric(parts[i]).fillna(0).to_numpy(np.float64) for i in range(3))
-    seconds = pd.to_numeric(parts[3]).to_numpy(np.float64)
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    seconds = ((days * 24 + hours) * 60 + minutes) * 60 + pd.to_numeric(parts[3]).to_numpy(np.float64)
+    return np.where(codes >= 0, seconds[codes] if len(seconds) else np.nan, np.nan)
 
 
 def whole_seconds(secs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,10 +93,10 @@ def whole_numbers(locate: Locate, text: pd.Series, field: str, check: np.ndarray
     Raises :class:`TraceFormatError` at the first other value that is not a whole number (of magnitude at most
     2**53), among the rows where ``check`` holds (default: all); the other rows' bad values become -1.
     """
-    stripped = text.str.strip()
-    values = pd.to_numeric(stripped, errors="coerce").to_numpy(np.float64)
+    values = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)  # it skips surrounding blanks
     ok = integral(values) & (np.abs(values) <= MAX_EXACT)
-    bad = ~ok & (stripped != "").to_numpy()
+    bad = ~ok
+    bad[bad] = (text[bad].str.strip() != "").to_numpy()
     raise_at(locate, bad if check is None else bad & check, field, text, "a whole number")
     return np.where(ok, values, -1).astype(np.int64)
 

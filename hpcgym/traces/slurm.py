@@ -141,14 +141,23 @@ def _columns(path: str | Path, raw: pd.DataFrame) -> dict[str, str]:
 
 def _times(locate, text: pd.Series, field: str) -> np.ndarray:
     """Timestamps -> float Unix seconds (sacct's local time read as UTC); NaN where unknown."""
-    stripped = text.str.strip()
-    unset = stripped.str.lower().isin(_UNSET).to_numpy()
-    epoch = pd.to_numeric(stripped, errors="coerce").to_numpy(np.float64)
-    epoch[~np.isfinite(epoch)] = np.nan
-    parsed = pd.to_datetime(stripped.where(np.isnan(epoch) & ~unset), format="%Y-%m-%dT%H:%M:%S", errors="coerce")
-    iso = parsed.isna().to_numpy()
-    secs = np.where(iso, epoch, parsed.to_numpy("datetime64[s]").astype(np.int64))
-    raise_at(locate, np.isnan(secs) & ~unset, field, text, "a time (YYYY-MM-DDTHH:MM:SS, Unix seconds or Unknown)")
+    secs = _iso_seconds(text)
+    rest = np.isnan(secs)  # Unknown, Unix seconds, blanks around a time, or a typo
+    if rest.any():
+        stripped = text[rest].str.strip()
+        epoch = pd.to_numeric(stripped, errors="coerce").to_numpy(np.float64)
+        secs[rest] = np.where(np.isfinite(epoch), epoch, _iso_seconds(stripped))
+        unset = np.zeros(len(text), bool)
+        unset[rest] = stripped.str.lower().isin(_UNSET).to_numpy()
+        raise_at(locate, np.isnan(secs) & ~unset, field, text, "a time (YYYY-MM-DDTHH:MM:SS, Unix seconds or Unknown)")
+    return secs
+
+
+def _iso_seconds(text: pd.Series) -> np.ndarray:
+    """``YYYY-MM-DDTHH:MM:SS`` -> float seconds since the epoch (read as UTC); NaN where the text is not one."""
+    parsed = pd.to_datetime(text, format="%Y-%m-%dT%H:%M:%S", errors="coerce")
+    secs = parsed.to_numpy("datetime64[s]").astype(np.int64).astype(np.float64)
+    secs[parsed.isna().to_numpy()] = np.nan
     return secs
 
 
