@@ -85,7 +85,7 @@ def _end_records(number: int, path: Path) -> pd.DataFrame:
     lines = pd.Series(text.split("\n"))
     lines = lines[lines.str.strip() != ""]
     parts = lines.str.split(";", n=3, expand=True).reindex(columns=range(4)).astype(object)
-    bad = ~parts[1].str.fullmatch("[A-Z]").fillna(False).to_numpy() | parts[2].isna().to_numpy()
+    bad = ~parts[1].str.fullmatch("[A-Z]", na=False).to_numpy(bool) | parts[2].isna().to_numpy()
     raise_at(lambda row: (str(path), int(lines.index[row]) + 1), bad, "record type", lines, _FORM)
     ended = parts[parts[1] == "E"]
     return pd.DataFrame({"file": number, "line": ended.index.to_numpy() + 1, "id": ended[2].str.strip(),
