@@ -1,9 +1,10 @@
-"""Fixtures for tests and examples: a tiny environment (4 nodes, 16 jobs) and a writer of ``sacct`` logs.
+"""Fixtures for tests and examples: a tiny environment (4 nodes, 16 jobs) and writers of Slurm and PBS logs.
 
 Like Stable-Baselines3's ``IdentityEnv``, the toy environment lets a test drive the whole environment (masks,
 backfilling, rewards, agents) in milliseconds. The 16 jobs include a blocking wide job and short backfill candidates.
-:func:`write_sacct` turns any job table into the ``sacct --parsable2`` output a Slurm cluster would give for it, to
-exercise the Slurm reader at scale (``benchmarks/read_speed.py``) and the CLIs on a Slurm log.
+:func:`write_sacct` and :func:`write_pbs` turn any job table into the ``sacct --parsable2`` output or the PBS
+accounting log a cluster that ran it would give, to exercise those readers at scale (``benchmarks/read_speed.py``) and
+the CLIs on such logs.
 
 >>> env = toy_env(backfill="easy")
 >>> obs, info = env.reset(seed=0)
@@ -60,13 +61,19 @@ SLURM_STATE = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCE
                "partial_failed": "PREEMPTED", "unknown": "COMPLETED"}
 
 
-def _slurm_duration(seconds: np.ndarray) -> pd.Series:
-    """Seconds -> ``[days-]HH:MM:SS`` as sacct prints durations."""
+def _clock(seconds: np.ndarray, days: bool = True) -> pd.Series:
+    """Seconds -> ``[days-]HH:MM:SS`` as sacct prints them (``days=False``: ``HH:MM:SS``, hours past 24, as PBS)."""
     s = pd.Series(np.asarray(seconds, np.int64))
-    days, rest = s // 86400, s % 86400
+    whole, rest = (s // 86400, s % 86400) if days else (s * 0, s)
     clock = ((rest // 3600).map("{:02d}".format) + ":" + (rest // 60 % 60).map("{:02d}".format) + ":"
              + (rest % 60).map("{:02d}".format))
-    return (days.astype(str) + "-").where(days > 0, "") + clock
+    return (whole.astype(str) + "-").where(whole > 0, "") + clock
+
+
+def _times(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Submit and start times: a job starts ``wait`` seconds after its submit (0 where unknown)."""
+    wait = df["wait"].to_numpy() if "wait" in df.columns else np.zeros(len(df), np.int64)
+    return df["submit"].to_numpy(), df["submit"].to_numpy() + np.maximum(wait, 0)
 
 
 def write_sacct(df: pd.DataFrame, path: str | Path, start: str = "2024-01-01T00:00:00") -> None:
@@ -77,11 +84,8 @@ def write_sacct(df: pd.DataFrame, path: str | Path, start: str = "2024-01-01T00:
     else 0). An unknown walltime is written ``UNLIMITED``, a missing ``procs`` as the nodes; users, groups and
     queues are named ``u<id>``, ``g<id>`` and ``q<id>`` (empty for -1). Statuses map by :data:`SLURM_STATE`.
     """
-    n = len(df)
     origin = pd.Timestamp(start)
-    wait = df["wait"].to_numpy() if "wait" in df.columns else np.zeros(n, np.int64)
-    submit = df["submit"].to_numpy()
-    begin = submit + np.maximum(wait, 0)
+    submit, begin = _times(df)
     stamp = lambda secs: (origin + pd.to_timedelta(secs, unit="s")).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
 
     def names(col: str, prefix: str) -> pd.Series:
@@ -92,9 +96,43 @@ def write_sacct(df: pd.DataFrame, path: str | Path, start: str = "2024-01-01T00:
     table = pd.DataFrame({
         "JobIDRaw": df["job_id"].to_numpy(), "User": names("user", "u"), "Group": names("group", "g"),
         "Partition": names("queue", "q"), "Submit": stamp(submit), "Start": stamp(begin),
-        "End": stamp(begin + df["run"].to_numpy()), "Elapsed": _slurm_duration(df["run"].to_numpy()),
-        "Timelimit": _slurm_duration(df["walltime"].to_numpy()).where(known, "UNLIMITED"),
+        "End": stamp(begin + df["run"].to_numpy()), "Elapsed": _clock(df["run"].to_numpy()),
+        "Timelimit": _clock(df["walltime"].to_numpy()).where(known, "UNLIMITED"),
         "NNodes": df["nodes"].to_numpy(), "NCPUS": np.where(df["procs"] > 0, df["procs"], df["nodes"]),
         "State": df["status"].astype(str).map(SLURM_STATE).to_numpy(),
     })
     table.to_csv(path, sep="|", index=False, lineterminator="\n")
+
+
+def write_pbs(df: pd.DataFrame, path: str | Path, start: int = 1704067200) -> None:
+    """Write a job table as one PBS Pro accounting file: a ``Q`` and an ``E`` record per job, in time order.
+
+    Times count from the Unix time ``start`` (default 2024-01-01 UTC); a job starts ``wait`` seconds after its submit
+    (0 where unknown). An unknown walltime is left out; ``Exit_status`` is 0 for completed jobs, else 1. Users,
+    groups and queues are named as by :func:`write_sacct`.
+    """
+    submit, begin = _times(df)
+    submit, begin = submit + start, begin + start
+    end = begin + df["run"].to_numpy()
+    ids = df["job_id"].astype(str) + ".pbs01"
+
+    def named(key: str, col: str, prefix: str) -> pd.Series:
+        values = pd.Series(df[col].to_numpy())
+        return (f" {key}={prefix}" + values.astype(str)).where(values >= 0, "")
+
+    def stamp(secs: np.ndarray) -> pd.Series:
+        return pd.Series(pd.to_datetime(secs, unit="s").strftime("%m/%d/%Y %H:%M:%S"))
+
+    walltime = (" Resource_List.walltime=" + _clock(df["walltime"].to_numpy(), days=False)).where(
+        df["walltime_known"].to_numpy(), "")
+    procs = np.where(df["procs"] > 0, df["procs"], df["nodes"])
+    ended = (stamp(end) + ";E;" + ids + ";" + named("user", "user", "u") + named("group", "group", "g")
+             + named("queue", "queue", "q") + " ctime=" + pd.Series(submit).astype(str) + " start="
+             + pd.Series(begin).astype(str) + " Resource_List.ncpus=" + pd.Series(procs).astype(str)
+             + " Resource_List.nodect=" + df["nodes"].astype(str).to_numpy() + walltime + " end="
+             + pd.Series(end).astype(str) + " Exit_status=" + np.where(df["status"] == "completed", "0", "1")
+             + " resources_used.walltime=" + _clock(df["run"].to_numpy(), days=False))
+    queued = stamp(submit) + ";Q;" + ids + ";queue=workq"
+    records = pd.DataFrame({"t": np.concatenate([submit, end]), "line": np.concatenate([queued, ended])})
+    records = records.sort_values("t", kind="stable")
+    Path(path).write_text("\n".join(records["line"]) + "\n")

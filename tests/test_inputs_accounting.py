@@ -231,16 +231,20 @@ def test_sacct_header_only_is_an_empty_table(tmp_path):
     assert len(df) == 0 and list(df.columns)[:len(jobs.COLUMNS)] == list(jobs.COLUMNS)
 
 
-def test_write_sacct_round_trip_on_a_bundled_trace(tmp_path):
-    """testing.write_sacct formats, the reader parses: a bundled trace goes through both unchanged."""
-    src = traces.load("sdsc-sp2").iloc[:3000].reset_index(drop=True)
-    path = tmp_path / "sp2.sacct"
-    testing.write_sacct(src, path, start="2024-10-27T00:00:00")  # a daylight-saving weekend elsewhere: not here
-    back, _ = quiet(read_slurm, path, machine="sdsc-sp2")
+@pytest.mark.parametrize("writer, reader", [(testing.write_sacct, read_slurm), (testing.write_pbs, read_pbs)])
+def test_log_writers_round_trip_on_a_bundled_trace(tmp_path, writer, reader):
+    """testing's writers format, the readers parse: a bundled trace goes through both unchanged."""
+    src = quiet(traces.load, "sdsc-sp2")[0].iloc[:3000].reset_index(drop=True)
+    path = tmp_path / "sp2.log"
+    writer(src, path)
+    back, _ = quiet(reader, path, machine="sdsc-sp2")
     assert len(back) == len(src) and back.attrs["invalid"] == {}
     assert (back["submit"].to_numpy() == src["submit"].to_numpy() - src["submit"].iat[0]).all()
     for col in ("job_id", "run", "walltime", "walltime_known", "nodes", "procs", "wait"):
         assert (back[col].to_numpy() == src[col].to_numpy()).all(), col
+    for col in ("user", "group"):  # names u<id>, g<id> numbered again (in file order): one number per id
+        pairs = set(zip(back[col], src[col], strict=True))
+        assert len(pairs) == src[col].nunique() == back[col].nunique(), col
 
 
 # ---- PBS / Torque: a directory of two daily logs -------------------------------------------------------------------
@@ -281,7 +285,7 @@ def test_pbs_invalid_job_error_names_the_daily_file_and_line():
 
 
 @pytest.mark.parametrize("day, line, text, field, needle", [
-    ("20240302", 2, "garbage without separators", "record type", "PBS accounting record"),
+    ("20240302", 2, "garbage without separators", "record", "PBS accounting record"),
     ("20240302", 1, None, "resources_used.walltime", "1:xx:00"),
     ("20240302", 1, None, "Resource_List.nodect", "node count"),
     ("20240301", 7, None, "job id", "job.id"),
