@@ -69,8 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="summarize a trace file or a bundled trace name")
-    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV, any CSV with --columns) or a bundled name "
-                      "such as 'theta'")
+    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV, any CSV with --columns, sacct output, a PBS "
+                      "log or a directory of them) or a bundled name such as 'theta'")
     cli.add_trace_args(info)
     conv = sub.add_parser("convert", help="write a trace (Slurm, PBS, CSV, SWF) as SWF, users and groups anonymised")
     conv.add_argument("trace", help="a path (a sacct file, a PBS log or a directory of them, a CSV, an SWF file) or a "
