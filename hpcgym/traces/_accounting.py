@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hpcgym.errors import TraceFormatError, warn
-from hpcgym.machines import Machine
-from hpcgym.traces._io import MAX_DURATION, MAX_EXACT, integral, read_bytes
+from hpcgym.errors import InvalidJobError, TraceFormatError, warn
+from hpcgym.machines import Machine, parse
+from hpcgym.traces._io import MAX_DURATION, MAX_EXACT, Flag, finish, integral, read_bytes
 
 #: Maps a row of a reader's table to the (file, 1-based line) it came from, for messages.
 Locate = Callable[[int], tuple[str, int]]
@@ -130,3 +130,39 @@ def infer_machine(path: str | Path, nodes: np.ndarray, procs: np.ndarray, ran: n
          "of the jobs that ran. Pass machine= (--machine NAME|NODES[xCORES]) if the machine is larger")
     return Machine(f"{count}x{cores}", count, cores, f"the largest {field} in {Path(path).name}",
                    description=f"{count:,} nodes x {cores} cores (sized from {Path(path).name})")
+
+
+def finish_log(path: str | Path, values: dict[str, object], people: dict[str, pd.Series], *, machine, field: str,
+               ran: np.ndarray, flags: list[Flag], unix_start: int, locate: Locate, on_invalid: str,
+               name: str | None) -> pd.DataFrame:
+    """The job table of an accounting log, from its parsed columns.
+
+    Args:
+        path: the log (a file or a directory), for messages and ``attrs``.
+        values: ``job_id, submit, run, walltime, nodes, procs, status, wait`` per row; a walltime <= 0 is unknown.
+        people: ``user``, ``group`` and ``queue`` names per row, numbered by :func:`name_codes`.
+        machine: the machine given, or None to size one (:func:`infer_machine`) from the jobs that ``ran``.
+        field: the log's node-count field, for messages.
+        ran: per row, whether the job ran (the machine is sized from those).
+        flags: the log's own invalid-job reasons (:class:`~hpcgym.traces._io.Flag`), checked first.
+        unix_start: the first submit time, for ``attrs["unix_start_time"]``.
+        locate: row -> (file, line), for the invalid-job error.
+        on_invalid: ``"drop"`` or ``"error"``.
+        name: the trace name for ``attrs["name"]``.
+    """
+    codes, names = {}, {}
+    for key, text in people.items():
+        codes[key], names[key] = name_codes(text)
+    wall, run = values["walltime"], values["run"]
+    df = pd.DataFrame({**values, "walltime": np.where(wall > 0, wall, run), **codes, "walltime_known": wall > 0})
+    nodes, procs = np.asarray(values["nodes"]), np.asarray(values["procs"])
+    mach = parse(machine) if machine is not None else infer_machine(path, nodes, procs, ran, field)
+    try:
+        out = finish(df, mach, on_invalid, path, name, unix_start, np.arange(len(df)), flags=flags)
+    except InvalidJobError as exc:  # its line is a row number: name the row's file and line
+        file, line = locate(exc.line)
+        raise InvalidJobError(file, line, exc.field, exc.reason) from None
+    out.attrs["names"] = names
+    if machine is None:
+        out.attrs["machine_note"] = sized_note(field)
+    return out

@@ -40,19 +40,17 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import jobs
-from hpcgym.errors import InvalidJobError, TraceFormatError
-from hpcgym.machines import Machine, parse
+from hpcgym.errors import TraceFormatError
+from hpcgym.machines import Machine
 from hpcgym.traces._accounting import (
     durations,
-    infer_machine,
-    name_codes,
+    finish_log,
     raise_at,
     read_log,
-    sized_note,
     whole_numbers,
     whole_seconds,
 )
-from hpcgym.traces._io import MAX_DURATION, Flag, finish, submit_column
+from hpcgym.traces._io import MAX_DURATION, Flag, submit_column
 
 _RECORD = re.compile(rb"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Z];")
 _ID = r"^(\d+)(?:\[(\d*)\])?(?:\..*)?$"
@@ -196,23 +194,13 @@ def read_pbs(
     wall, wall_flag = _seconds(locate, attrs["Resource_List.walltime"], "Resource_List.walltime", ran)
     nodes, procs = _size(locate, attrs, ran)
     rel, unix_start, submit_flag = submit_column(np.nan_to_num(submit, nan=-1), created, "ctime")
-    names, codes = {}, {}
-    for key in ("user", "group", "queue"):
-        codes[key], names[key] = name_codes(attrs[key])
-    df = pd.DataFrame({
-        "job_id": job_id, "submit": rel, "run": run, "walltime": np.where(wall > 0, wall, run), "nodes": nodes,
-        "procs": procs, **codes, "status": _status(locate, attrs["Exit_status"]), "walltime_known": wall > 0,
-        "wait": np.where(ran & np.isfinite(submit), start - submit, -1).astype(np.int64),
-    })
-    mach = parse(machine) if machine is not None else infer_machine(path, nodes, procs, ran, "Resource_List.nodect")
+    values = {"job_id": job_id, "submit": rel, "run": run, "walltime": wall, "nodes": nodes, "procs": procs,
+              "status": _status(locate, attrs["Exit_status"]),
+              "wait": np.where(ran & np.isfinite(submit), start - submit, -1).astype(np.int64)}
     flags = [Flag("never started", "start", ~ran, attrs["start"].to_numpy(), "a start time (the job never ran)"),
              submit_flag, run_flag, wall_flag]
-    try:
-        out = finish(df, mach, on_invalid, path, name, unix_start, np.arange(len(df)), flags=flags)
-    except InvalidJobError as exc:  # its line is a row number: name the row's file and line
-        file, line = locate(exc.line)
-        raise InvalidJobError(file, line, exc.field, exc.reason) from None
-    out.attrs.update(names=names, array_records_skipped=int(summary.sum()))
-    if machine is None:
-        out.attrs["machine_note"] = sized_note("Resource_List.nodect")
+    out = finish_log(path, values, {k: attrs[k] for k in ("user", "group", "queue")}, machine=machine,
+                     field="Resource_List.nodect", ran=ran, flags=flags, unix_start=unix_start, locate=locate,
+                     on_invalid=on_invalid, name=name)
+    out.attrs["array_records_skipped"] = int(summary.sum())
     return out

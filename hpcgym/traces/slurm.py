@@ -51,18 +51,16 @@ import pandas as pd
 
 from hpcgym import jobs
 from hpcgym.errors import TraceFormatError, warn
-from hpcgym.machines import Machine, parse
+from hpcgym.machines import Machine
 from hpcgym.traces._accounting import (
     durations,
-    infer_machine,
-    name_codes,
+    finish_log,
     raise_at,
     read_log,
-    sized_note,
     whole_numbers,
     whole_seconds,
 )
-from hpcgym.traces._io import MAX_DURATION, Flag, finish, submit_column
+from hpcgym.traces._io import MAX_DURATION, Flag, submit_column
 
 #: Fields a file must have (besides ``JobIDRaw`` or ``JobID``).
 REQUIRED = ("Submit", "Start", "End", "NNodes")
@@ -271,23 +269,16 @@ def read_slurm(
     wall, wall_flag = _walltime(locate, raw, cols, ran)
     rel, unix_start, submit_flag = submit_column(np.floor(submit), raw[cols["submit"]].to_numpy(), cols["submit"])
     status, odd_states = _status(state)
-    names, codes = {}, {}
-    for key, field in (("user", "user"), ("group", "group"), ("queue", "partition")):
-        text = raw[cols[field]] if field in cols else pd.Series("", index=raw.index)
-        codes[key], names[key] = name_codes(text)
-    df = pd.DataFrame({
-        "job_id": _job_ids(locate, raw[ident], ident), "submit": rel, "run": run,
-        "walltime": np.where(wall > 0, wall, run), "nodes": nodes, "procs": procs, **codes, "status": status,
-        "walltime_known": wall > 0,
-        "wait": np.where(np.isfinite(submit) & np.isfinite(start), start - submit, -1).astype(np.int64),
-    })
-    mach = parse(machine) if machine is not None else infer_machine(path, nodes, procs, ran, "NNodes")
+    values = {"job_id": _job_ids(locate, raw[ident], ident), "submit": rel, "run": run, "walltime": wall,
+              "nodes": nodes, "procs": procs, "status": status,
+              "wait": np.where(np.isfinite(submit) & np.isfinite(start), start - submit, -1).astype(np.int64)}
+    people = {key: raw[cols[field]] if field in cols else pd.Series("", index=raw.index)
+              for key, field in (("user", "user"), ("group", "group"), ("queue", "partition"))}
     flags = [*never, submit_flag, run_flag] + ([wall_flag] if wall_flag is not None else [])
-    out = finish(df, mach, on_invalid, path, name, unix_start, lines, flags=flags)
+    out = finish_log(path, values, people, machine=machine, field="NNodes", ran=ran, flags=flags,
+                     unix_start=unix_start, locate=locate, on_invalid=on_invalid, name=name)
     if odd_states:
         warn(f"{path}: {sum(odd_states.values())} jobs have states hpcgym does not know "
              f"({', '.join(f'{k}: {v}' for k, v in odd_states.items())}); read as status \"unknown\"")
-    out.attrs.update(names=names, steps_skipped=int(step.sum()), unknown_states=odd_states)
-    if machine is None:
-        out.attrs["machine_note"] = sized_note("NNodes")
+    out.attrs.update(steps_skipped=int(step.sum()), unknown_states=odd_states)
     return out
