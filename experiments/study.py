@@ -97,8 +97,9 @@ class Args:
     trace: str = field(default="theta", metadata={"help": "real trace (bundled name or file): its train split "
                                                           "feeds the fits and the real agents, its test split "
                                                           "the evaluation"})
-    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv; "
-                                                      "empty: from its name and header"})
+    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv | "
+                                                      "slurm (sacct -P output) | pbs; empty: from its name and "
+                                                      "first line"})
     machine: str = field(default="", metadata={"help": "the trace's machine: NAME or NODES[xCORES]; empty: the "
                                                        "trace's own"})
     columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs"})

@@ -52,10 +52,12 @@ class Args:
                                                                  "windows alternately): what the agent trains on"})
     trace: str = field(default="theta", metadata={"help": "real trace (bundled name or file): its train split is the "
                                                           "training data, its test split the evaluation"})
-    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv; "
-                                                      "empty: from its name and header"})
+    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv | "
+                                                      "slurm (sacct -P output) | pbs; empty: from its name and "
+                                                      "first line"})
     machine: str = field(default="", metadata={"help": "the trace's machine: NAME or NODES[xCORES]; empty: the "
-                                                       "trace's own (its header, or the format's machine)"})
+                                                       "trace's own (its header, the format's machine, or a "
+                                                       "Slurm/PBS log's largest job)"})
     columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs, e.g. "
                                                        "interarrival=interval,run=run_time,nodes=node_num"})
     synthesizer: str = field(default="arrivals", metadata={"help": "synthesizer for --workload synthetic|mixed"})

@@ -50,7 +50,7 @@ MACHINE_HELP = ("the machine: a catalog name (theta, sdsc-sp2, ...) or NODES[xCO
 COLUMNS_HELP = ("for --format csv: canonical name=CSV column pairs, e.g. interarrival=interval,run=run_time,"
                 "nodes=node_num,walltime=wall_time,user=user (keys: submit|interarrival, run, nodes|procs, walltime, "
                 "job_id, user, group, queue, status, wait)")
-FORMATS = ("swf", "alcf", "mustang", "csv")
+FORMATS = ("swf", "alcf", "mustang", "csv", "slurm", "pbs")
 EXIT_USAGE = 2
 _FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
@@ -115,7 +115,8 @@ def columns_arg(text: str) -> dict[str, str]:
 def add_trace_args(parser: argparse.ArgumentParser) -> None:
     """Add ``--format``, ``--machine`` and ``--columns``, the options of every CLI that reads a trace."""
     parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="the trace format (default: .swf by name, else from the CSV header)")
+                        help="the trace format: slurm is sacct --parsable2 output, pbs a PBS/Torque accounting log "
+                        "or a directory of them (default: .swf and .sacct by name, else from the first line)")
     parser.add_argument("--machine", type=machine_arg, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
     parser.add_argument("--columns", type=columns_arg, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
 
