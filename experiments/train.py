@@ -178,8 +178,10 @@ def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
 
     if args.workload == "real":
         return data.fit
-    model = synthesizer or runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit,
-                                                                args.seed, data.machine.nodes, announce=print)
+    model = synthesizer
+    if model is None:
+        model = runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
+                                                     data.machine.nodes, announce=print)
     if args.sample_pool:
         model = PooledSampler(model, args.sample_pool, args.seed)
     return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
