@@ -2,11 +2,14 @@
 
 Sparse end-of-episode rewards make PPO start slowly from a random scorer. Cloning a good heuristic first (the
 agent's masked policy is trained to put its probability on the heuristic's slot, by cross-entropy) starts the
-search from that heuristic's schedule instead; PPO then has to find improvements on it.
+search from that heuristic's schedule instead; PPO then has to find improvements on it. :func:`warm_start` keeps
+the clone only where it scores better than the untrained network.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -102,3 +105,46 @@ def behaviour_clone(model: Any, env: Any, policy: PriorityPolicy, episodes: int 
     demos = demonstrations(env, policy, episodes, seed)
     fit_clone(model, *demos, epochs, batch_size, lr, seed)
     return accuracy(model, *demos)
+
+
+@dataclass
+class WarmStart:
+    """What :func:`warm_start` did."""
+
+    accuracy: float  #: share of the heuristic's choices the clone reproduces on its demonstrations
+    accuracy_held_out: float  #: the same on held-out episodes (NaN: none were given)
+    scores: dict[str, float]  #: the validation score of each network measured (``untrained``, ``cloned``)
+    chosen: str  #: the network the model holds now: ``cloned`` or ``untrained``
+
+
+def warm_start(model: Any, policy: PriorityPolicy, env: Any, episodes: int, epochs: int, seed: int = 0,
+               held_out: tuple[Any, int] | None = None, validate: Callable[[Any], float] | None = None,
+               on_clone: Callable[[Any], None] | None = None) -> WarmStart:
+    """Behaviour-clone ``policy`` into ``model``, then keep whichever of its untrained and cloned networks is better.
+
+    Args:
+        model: a MaskablePPO or masked-DQN model, untrained.
+        policy: the heuristic to clone.
+        env: the environment of the demonstrations.
+        episodes: demonstration episodes.
+        epochs: passes over them.
+        seed: seed of the demonstrations and of the fit.
+        held_out: ``(env, episodes)`` whose demonstrations (seed 0) measure how well the clone generalizes.
+        validate: scores a network (lower is better); without it the clone is kept.
+        on_clone: called with the model once it holds the cloned network (e.g. to save it).
+
+    Returns:
+        The accuracies, the scores and the network chosen (``model`` holds it).
+    """
+    scores = {"untrained": validate(model)} if validate else {}
+    untrained = {k: v.clone() for k, v in model.policy.state_dict().items()}
+    trained = behaviour_clone(model, env, policy, episodes, epochs, seed=seed)
+    held = accuracy(model, *demonstrations(held_out[0], policy, held_out[1], seed=0)) if held_out else float("nan")
+    if on_clone is not None:
+        on_clone(model)
+    if validate:
+        scores["cloned"] = validate(model)
+    chosen = min(scores, key=scores.get) if scores else "cloned"
+    if chosen == "untrained":
+        model.policy.load_state_dict(untrained)
+    return WarmStart(trained, held, scores, chosen)

@@ -18,20 +18,18 @@ Bad input (an unknown name, a malformed file, an empty trace, a bad flag value) 
 from __future__ import annotations
 
 import argparse
-import itertools
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from baselines import priorities
+from baselines.grid import Cell, simulate_grid
 from hpcgym import cli, machines, metrics, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.io import write_table
-from hpcgym.sim import BACKFILL_MODES, simulate
+from hpcgym.sim import BACKFILL_MODES
 
 BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
 
@@ -49,29 +47,23 @@ def draw_windows(jobs: pd.DataFrame, length: int | None, count: int, seed: int) 
     return [traces.window(jobs, length, start=s) for s in traces.window_starts(len(jobs), length, count, seed)]
 
 
-def run_grid(windows: list[pd.DataFrame], machine: machines.Machine, policies: Sequence[str],
-             backfills: Sequence[str], kill_at_walltime: bool = True,
-             progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulate every policy x backfill on every window; return (summary table, per-job records)."""
-    rows, recs = [], []
-    grid = list(itertools.product(policies, backfills))
-    for name, backfill in tqdm(grid, desc="policies", disable=not progress or len(grid) == 1):
-        per_window = []
-        t0 = time.process_time()
-        for w, jobs in enumerate(windows):
-            rec = simulate(jobs, machine, priorities.get(name), backfill, kill_at_walltime)
-            per_window.append(metrics.summarize(rec, machine.nodes))
-            recs.append(rec.assign(policy=name, backfill=backfill, window=w))
-        cpu = time.process_time() - t0
-        table = pd.DataFrame(per_window)
+def summary_table(cells: Sequence[Cell], machine: machines.Machine) -> pd.DataFrame:
+    """One row per policy x backfill mode: the mean bsld over windows with its bootstrap CI, and the means."""
+    rows = []
+    for cell in cells:
+        table = pd.DataFrame([metrics.summarize(rec, machine.nodes) for rec in cell.records])
         mean, lo, hi = metrics.bootstrap_ci(table["bsld_mean"]) if len(table) > 1 else (table["bsld_mean"].iat[0],) * 3
-        rows.append({"policy": name, "backfill": backfill, "bsld": mean, "bsld_ci_low": lo, "bsld_ci_high": hi,
-                     "bsld_p95": table["bsld_p95"].mean(), "wait_mean": table["wait_mean"].mean(),
+        rows.append({"policy": cell.policy, "backfill": cell.backfill, "bsld": mean, "bsld_ci_low": lo,
+                     "bsld_ci_high": hi, "bsld_p95": table["bsld_p95"].mean(), "wait_mean": table["wait_mean"].mean(),
                      "wait_p95": table["wait_p95"].mean(), "utilization": table["utilization"].mean(),
-                     "jobs_per_cpu_s": table["jobs"].sum() / max(cpu, 1e-9)})
-    return pd.DataFrame(rows), pd.concat(recs, ignore_index=True)
+                     "jobs_per_cpu_s": table["jobs"].sum() / max(cell.cpu_s, 1e-9)})
+    return pd.DataFrame(rows)
 
 
+def job_records(cells: Sequence[Cell]) -> pd.DataFrame:
+    """Every cell's per-job records, with ``policy``, ``backfill`` and ``window`` columns."""
+    return pd.concat([rec.assign(policy=c.policy, backfill=c.backfill, window=w)
+                      for c in cells for w, rec in enumerate(c.records)], ignore_index=True)
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -133,11 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if no_cons:
         backfills = [b for b in backfills if b != "conservative"]
         print("note: conservative backfilling needs walltime kills; skipped with --no-kill")
-    table, recs = run_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet)
+    cells = simulate_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet)
+    table = summary_table(cells, machine)
     scope = f"{len(windows)} windows of {args.window} jobs (seed {args.seed})" if args.window else "whole trace"
     print(f"{jobs.attrs.get('name', args.trace)} [{args.split}] on {machine.name} ({machine.nodes} nodes), {scope}")
     print(format_table(table))
     if args.out:
+        recs = job_records(cells)
         write_table(recs, args.out)
         print(f"per-job records: {args.out} ({len(recs)} rows)")
     return 0

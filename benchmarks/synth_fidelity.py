@@ -14,9 +14,10 @@ sampling and scoring. A model that fails is reported as failed and the others go
 every model, so an interrupted run keeps what finished. The neural models run with their CPU defaults (see their module
 docstrings); all seven take about half an hour or more per trace on 2 cores.
 
-``--cache DIR`` saves every fit there (``<trace>-<model>-<key>``, the key of :func:`synth.base.fit_key`: the training
-table's hash, the model, its settings, the seed and its code revision) and reuses it on a later run, so a table can be
-rebuilt after one model changes without refitting the others; a fit saved by another code revision is fitted again.
+``--cache DIR`` saves every fit there (``<trace>-<model>-<key>``, :class:`synth.cache.FitCache`, keyed by
+:func:`synth.base.fit_key`: the training table's hash, the model, its settings, the seed and its code revision) and
+reuses it on a later run, so a table can be rebuilt after one model changes without refitting the others; a fit
+saved by another code revision is fitted again.
 ``--neural-fit-rows N`` fits the four neural models on the last N jobs of the train split (HPC2N's 142,010 would take
 hours each on a CPU); the fast models and the references always use all of it, and the table's header says so.
 """
@@ -37,9 +38,9 @@ import synth
 import synth.base
 from hpcgym import machines, traces
 from hpcgym.io import atomic_write
+from hpcgym.traces.split import head, tail
 from synth import fidelity
-from synth.base import fit_key
-from synth.report import head, tail
+from synth.cache import FitCache
 
 FIT_TIME = ".fit_s.json"  # suffix of the file beside a cached fit that says how long it took
 ORDER = ["arrivals", "lublin", "gaussiancopula", "ctgan", "tvae", "copulagan", "realtabformer"]
@@ -56,18 +57,20 @@ def fit_table(train: pd.DataFrame, name: str, neural_rows: int) -> pd.DataFrame:
 def fitted(name: str, table: pd.DataFrame, refs: fidelity.References, seed: int,
            cache: Path | None, label: str) -> tuple[synth.base.Synthesizer, float]:
     """The model fitted on ``table`` (from the cache when it holds this fit) and the seconds its fit took."""
-    where = cache / f"{label}-{name}-{fit_key(table, name, {}, seed)}" if cache else None
-    if where is not None and (where / "manifest.json").exists():
+    fits = FitCache(cache) if cache else None
+    where = fits.folder(label, name, table, {}, seed) if fits else None
+    model = fits.load(where) if fits else None
+    if model is not None:
         try:
-            model = synth.base.Synthesizer.load(where)
             return model, float(json.loads(Path(f"{where}{FIT_TIME}").read_text())["fit_s"])
-        except (ValueError, OSError, KeyError) as exc:  # another code revision, or a damaged folder: fit again
+        except (OSError, KeyError) as exc:  # the fit's time was not recorded: fit again
             print(f"{name}: cached fit not used ({exc})", flush=True)
+    refused = fits is not None and fits.holds(where)
     started = time.perf_counter()
     model = synth.get(name, max_nodes=refs.machine.nodes).fit(table, seed=seed)
     fit_s = time.perf_counter() - started
-    if where is not None:
-        model.save(where)
+    if fits is not None:
+        fits.save(model, where, replace=refused)
         atomic_write(f"{where}{FIT_TIME}", lambda tmp: Path(tmp).write_text(json.dumps({"fit_s": fit_s})))
     return model, fit_s
 

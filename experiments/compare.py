@@ -17,16 +17,14 @@ improvement at the medians with a 95% bootstrap CI over seeds.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from experiments.runs import REFERENCE, RunFolder
 from hpcgym import cli, metrics
-
-REFERENCE = "fcfs+easy"
 
 
 def label(args: dict) -> str:
@@ -41,9 +39,9 @@ def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
         ValueError: the runs were not evaluated on the same windows.
     """
     rows, first = [], None
-    for run in runs:
-        args = json.loads((run / "args.json").read_text())
-        per_window = pd.read_csv(run / "eval" / "per_window.csv")
+    for run in map(RunFolder, runs):
+        args = run.settings()
+        per_window = pd.read_csv(run.per_window)
         agent = per_window[per_window["kind"] == "agent"]
         ref = per_window[per_window["scheduler"] == REFERENCE]
         key = (args["trace"], ref["bsld"].round(9).tolist())
@@ -108,8 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         ap.exit(2, f"error: {exc}\n")
     table = tstr_table(windows)
-    trace = json.loads((args.runs[0] / "args.json").read_text())["trace"]
-    backfills = sorted({json.loads((r / "args.json").read_text()).get("backfill", "none") for r in args.runs})
+    settings = [RunFolder(r).settings() for r in args.runs]
+    trace = settings[0]["trace"]
+    backfills = sorted({s.get("backfill", "none") for s in settings})
     head = (f"{trace}, test split (last 30%), {windows['window'].nunique()} windows per run; agents' backfill "
             f"{'/'.join(backfills)}, reference {REFERENCE}; mean bounded slowdown over windows with a 95% bootstrap CI")
     text = head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")

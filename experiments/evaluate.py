@@ -13,10 +13,8 @@ mean bounded slowdown with a 95% bootstrap interval over windows, and the win ra
 from __future__ import annotations
 
 import argparse
-import json
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,41 +23,24 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import priorities
+from baselines.grid import simulate_grid
+from experiments import runs
+from experiments.arguments import TRACE_FLAGS
+from experiments.runs import REFERENCE, Agent, RunFolder
 from hpcgym import cli, machines, metrics, traces
 from hpcgym import io as hpcgym_io
-from hpcgym.sim import simulate
 
 HEURISTIC_BACKFILLS = ("none", "easy")
-REFERENCE = ("fcfs", "easy")
 CONFIDENCE = 0.95
-#: The networks of a run folder that an evaluation plays, and their row kinds.
-RUN_MODELS = (("model.zip", "agent", ""), ("untrained.zip", "untrained", " (untrained)"),
-              ("cloned.zip", "cloned", " (cloned, no RL)"))
-
-
-@dataclass
-class Agent:
-    """A network to evaluate and the environment settings it was trained with."""
-
-    model: Any
-    backfill: str = "none"
-    slots: int = 128
-    order: str | None = None
-    kind: str = "agent"
-    time_scale: float | None = None  #: the observation scale it trained with (None: the test workload's own)
 
 
 def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequence[int], length: int,
                    backfills: Sequence[str] = HEURISTIC_BACKFILLS) -> list[pd.DataFrame]:
-    """Per-job records of every heuristic x backfill mode on every window."""
-    out = []
-    for w, start in enumerate(starts):
-        jobs = traces.window(test, length, start=start)
-        for name, policy in priorities.POLICIES.items():
-            for backfill in backfills:
-                rec = simulate(jobs, machine, policy, backfill)
-                out.append(rec.assign(scheduler=f"{name}+{backfill}", kind="heuristic", window=w, backfill=backfill))
-    return out
+    """Per-job records of every heuristic x backfill mode on every window (window by window)."""
+    windows = [traces.window(test, length, start=start) for start in starts]
+    cells = simulate_grid(windows, machine, list(priorities.POLICIES), backfills)
+    return [c.records[w].assign(scheduler=c.label, kind="heuristic", window=w, backfill=c.backfill)
+            for w in range(len(windows)) for c in cells]
 
 
 def run_agent(agent: Agent, label: str, trace: str | pd.DataFrame, machine: machines.Machine,
@@ -85,7 +66,7 @@ def per_window_table(per_job: pd.DataFrame, machine_nodes: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary(per_window: pd.DataFrame, reference: str = "+".join(REFERENCE)) -> pd.DataFrame:
+def summary(per_window: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
     """Mean bsld with a bootstrap CI over windows, and the win rate against ``reference`` (lower bsld wins)."""
     ref = per_window[per_window["scheduler"] == reference].set_index("window")["bsld"]
     rows = []
@@ -127,12 +108,12 @@ def identical_rows(per_window: pd.DataFrame) -> list[str]:
 def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, description: str = "") -> pd.DataFrame:
     """Write ``per_window.csv``, ``per_job.csv``, ``summary.csv`` and ``summary.md`` to ``out``; return the summary."""
     table = summary(per_window)
-    for name, df in (("per_window", per_window), ("per_job", per_job), ("summary", table)):
-        write_csv(df, out / f"{name}.csv")
+    for name, df in ((runs.PER_WINDOW, per_window), (runs.PER_JOB, per_job), (runs.SUMMARY, table)):
+        write_csv(df, out / name)
     notes = identical_rows(per_window)
     description = "\n".join([description, *(f"Note: {n}" for n in notes)]) if notes else description
     table.attrs["description"] = description
-    (out / "summary.md").write_text(format_summary(table, description) + "\n")
+    (out / runs.SUMMARY_MD).write_text(format_summary(table, description) + "\n")
     return table
 
 
@@ -142,48 +123,9 @@ def format_summary(table: pd.DataFrame, description: str = "") -> str:
     return f"{description}\n{body}" if description else body
 
 
-def load_agent(run_dir: Path, file: str = "model.zip") -> tuple[Any, dict[str, Any]]:
-    """A network of a training run (``model.zip``: the one best on validation) and the run's arguments."""
-    args = json.loads((run_dir / "args.json").read_text())
-    if args["algo"] == "ppo":
-        from sb3_contrib import MaskablePPO
-
-        return MaskablePPO.load(run_dir / file, device="cpu"), args
-    from agents.dqn import MaskedDQN
-
-    return MaskedDQN.load(run_dir / file, device="cpu"), args
-
-
-SCALES = "scales.json"  #: the observation scale a run resolved (``args.json`` keeps the flags as given)
-
-
-def saved_time_scale(run_dir: Path) -> float | None:
-    """The time scale a run resolved and saved in ``scales.json`` (None: none saved)."""
-    saved = run_dir / SCALES
-    return float(json.loads(saved.read_text())["time_scale"]) if saved.exists() else None
-
-
-def trained_time_scale(run_dir: Path, args: dict[str, Any]) -> float | None:
-    """The observation scale a run trained with: ``scales.json``'s, else its ``--time-scale`` (None: unset)."""
-    saved = saved_time_scale(run_dir)
-    return saved if saved is not None else args.get("time_scale") or None
-
-
-def run_agents(run_dir: Path) -> dict[str, Agent]:
-    """The networks of a run folder that exist: the agent, its untrained network, its cloned start."""
-    out = {}
-    for file, kind, suffix in RUN_MODELS:
-        if (run_dir / file).exists():
-            model, args = load_agent(run_dir, file)
-            order = args.get("order") if args.get("backfill", "none") != "none" else None
-            out[run_dir.name + suffix] = Agent(model, args["backfill"], args["slots"], order, kind,
-                                               trained_time_scale(run_dir, args))
-    return out
-
-
-def evaluate(trace: str, agents: dict[str, Agent], windows: int = 20, length: int = 1024,
-             seed: int = 0, progress: bool = True, read: dict[str, Any] | None = None,
-             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate_on_test(trace: str, agents: dict[str, Agent], windows: int = 20, length: int = 1024,
+                     seed: int = 0, progress: bool = True, read: dict[str, Any] | None = None,
+                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run agents (``label -> Agent``) and the heuristics on the same test windows.
 
     ``read`` holds ``format``, ``machine`` and ``columns`` for :func:`hpcgym.traces.read`.
@@ -204,17 +146,24 @@ def evaluate(trace: str, agents: dict[str, Agent], windows: int = 20, length: in
     return per_window_table(per_job, machine.nodes), per_job
 
 
-def _runs_trace(runs: Sequence[Path], read: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def evaluate_run(run: RunFolder, trace: str, read: dict[str, Any], windows: int, length: int,
+                 progress: bool = True) -> pd.DataFrame:
+    """A run's networks and every heuristic on the same test windows (seed 0); writes ``eval/``; returns the summary."""
+    per_window, per_job = evaluate_on_test(trace, run.agents(), windows, length, seed=0, read=read,
+                                           progress=progress)
+    return write_results(run.eval, per_window, per_job, describe(trace, windows, length, seed=0))
+
+
+def _runs_trace(run_dirs: Sequence[Path], read: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The trace the runs trained on (they must agree), with how they read it; theta without runs."""
-    saved = {json.loads((run / "args.json").read_text()).get("trace") for run in runs}
+    saved = {RunFolder(run).settings().get("trace") for run in run_dirs}
     if len(saved) > 1:
         raise ValueError(f"the runs trained on different traces {sorted(saved)}: pick one with --trace")
-    if not runs:
+    if not run_dirs:
         return "theta", read
-    args = json.loads((runs[0] / "args.json").read_text())
+    args = RunFolder(run_dirs[0]).settings()
     given = {k: v for k, v in read.items() if v is not None}
-    return args["trace"], {"format": args.get("format") or None, "machine": args.get("machine") or None,
-                           "columns": args.get("columns") or None, **given}
+    return args["trace"], {**{k: args.get(k) or None for k in TRACE_FLAGS}, **given}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,12 +183,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     agents: dict[str, Agent] = {}
     for run in args.model:
-        agents.update(run_agents(run))
+        agents.update(RunFolder(run).agents())
     read = {"format": args.format, "machine": args.machine, "columns": args.columns}
     if args.trace is None:
         args.trace, read = _runs_trace(args.model, read)
-    per_window, per_job = evaluate(args.trace, agents, args.windows, args.length, args.seed, read=read)
-    out = args.out or (args.model[0] / "eval" if args.model else Path("eval"))
+    per_window, per_job = evaluate_on_test(args.trace, agents, args.windows, args.length, args.seed, read=read)
+    out = args.out or (RunFolder(args.model[0]).eval if args.model else Path("eval"))
     table = write_results(out, per_window, per_job, describe(args.trace, args.windows, args.length, args.seed))
     print(format_summary(table, table.attrs["description"]))
     print(f"results: {out}")

@@ -28,7 +28,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-REFERENCE = "fcfs+easy"
+from experiments import runs
+from experiments.runs import REFERENCE
+
 #: Muted colours of the heuristic families (FCFS, the reference family, in black).
 FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#4477AA", "wfp3": "#66CCEE", "unicep": "#228833", "f1": "#CCBB44",
                   "ljf": "#997744", "saf": "#999999"}
@@ -76,7 +78,8 @@ def make_heuristic_results(out: Path, trace: str = "theta", windows: int = 5, le
         warnings.simplefilter("ignore")
         from experiments import evaluate
 
-    per_window, per_job = evaluate.evaluate(trace, {}, windows=windows, length=length, seed=seed, progress=False)
+    per_window, per_job = evaluate.evaluate_on_test(trace, {}, windows=windows, length=length, seed=seed,
+                                                    progress=False)
     evaluate.write_results(out, per_window, per_job, evaluate.describe(trace, windows, length, seed))
     return out
 
@@ -90,14 +93,14 @@ def find_results(root: Path | None = None, env: Mapping[str, str] | None = None)
     env = os.environ if env is None else env
     if env.get("HPCGYM_RESULTS"):
         folder = Path(env["HPCGYM_RESULTS"]).expanduser().resolve()
-        if not (folder / "per_window.csv").is_file():
+        if not (folder / runs.PER_WINDOW).is_file():
             raise FileNotFoundError(f"HPCGYM_RESULTS={env['HPCGYM_RESULTS']} holds no per_window.csv")
         return folder, "the environment variable HPCGYM_RESULTS"
     base = root or repo_root() or Path.cwd()
-    found = sorted(base.glob("runs/*/eval/per_window.csv"), key=lambda p: p.stat().st_mtime)
+    found = runs.evaluated_runs(base / runs.RUNS_DIR)
     if found:
-        return found[-1].parent, f"the newest of {len(found)} results folder(s) under {base / 'runs'}"
-    out = base / "runs" / "heuristics-theta" / "eval"
+        return found[-1].eval, f"the newest of {len(found)} results folder(s) under {base / runs.RUNS_DIR}"
+    out = runs.RunFolder(base / runs.RUNS_DIR / "heuristics-theta").eval
     return make_heuristic_results(out), "no results found under runs/: made now (heuristics only, theta)"
 
 
@@ -129,12 +132,13 @@ def _summary(per_window: pd.DataFrame) -> pd.DataFrame:
 def load(folder: Path) -> Results:
     """Read ``per_window.csv``, ``per_job.csv``, ``summary.csv`` (or compute it) and summary.md's first line."""
     folder = Path(folder)
-    per_window = pd.read_csv(folder / "per_window.csv")
-    per_job = pd.read_csv(folder / "per_job.csv")
-    summary = pd.read_csv(folder / "summary.csv") if (folder / "summary.csv").is_file() else _summary(per_window)
-    md = folder / "summary.md"
+    per_window = pd.read_csv(folder / runs.PER_WINDOW)
+    per_job = pd.read_csv(folder / runs.PER_JOB)
+    summary_csv = folder / runs.SUMMARY
+    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window)
+    md = folder / runs.SUMMARY_MD
     description = md.read_text().splitlines()[0].strip() if md.is_file() and md.read_text().strip() else ""
-    run = folder.parent.name if folder.name == "eval" else folder.name
+    run = folder.parent.name if folder == runs.RunFolder(folder.parent).eval else folder.name
     trace = description.split(",")[0].strip() if description else "trace not recorded"
     return Results(folder, per_window, per_job, summary, description, run, trace)
 

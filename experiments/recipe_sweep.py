@@ -15,14 +15,15 @@ the lowest median whose worst seed is not an outlier. Writes ``runs.csv`` and ``
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from experiments import runs
+from experiments.fanout import Executor
+from experiments.runs import RunFolder
 from hpcgym import cli
 
 #: name -> flags. ``old`` is the recipe before the vector environment (one env, long rollouts, plain reward).
@@ -55,38 +56,40 @@ def _train(argv: list[str]) -> str:
 
 def _fit_once(argvs: list[list[str]]) -> None:
     """Fit (and cache) each seed's synthesizer before the runs start, so that parallel runs only read it."""
-    from experiments import train
+    from experiments import protocol, train
 
     done = set()
     for argv in argvs:
         args = train.parse_args(argv)
         if args.workload != "real" and args.seed not in done:
-            data = train.load_data(args)
-            train.fitted_synthesizer(args, data.fit, data.machine.nodes, Path(args.runs_dir) / "cache")
+            data = protocol.load_data(args, args.val_fraction)
+            runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
+                                                 data.machine.nodes, announce=print)
             done.add(args.seed)
 
 
 def references(argv: list[str]) -> dict[str, float]:
     """Mean validation bsld of the heuristics on the same validation windows (the sweep's reference lines)."""
-    from experiments import train
+    from experiments import protocol, train
 
     args = train.parse_args(argv)
-    data = train.load_data(args)
-    return train.validation_references(args, data, train.validation_starts(args, data))
+    data = protocol.load_data(args, args.val_fraction)
+    starts = protocol.validation_starts(data, args.val_length, args.val_windows)
+    return protocol.validation_references(data, args.val_length, starts, args.backfill)
 
 
-def score(run: Path) -> dict[str, float]:
+def validation_scores(run: Path) -> dict[str, float]:
     """Validation bsld of the kept (best), the last and the first network of a run."""
-    curve = pd.read_csv(run / "learning_curve.csv")
+    curve = pd.read_csv(RunFolder(run).curve)
     curve = curve[~curve["network"].str.contains("not kept")]
     return {"val_kept": float(curve["val_bsld"].min()), "val_last": float(curve["val_bsld"].iat[-1]),
             "val_start": float(curve["val_bsld"].iat[0]), "validations": len(curve)}
 
 
-def summarize(runs: pd.DataFrame) -> pd.DataFrame:
+def summarize(scored: pd.DataFrame) -> pd.DataFrame:
     """Per variant: median, IQR and worst seed of the kept network's validation bsld; medians of the others."""
     rows = []
-    for variant, g in runs.groupby("variant", sort=False):
+    for variant, g in scored.groupby("variant", sort=False):
         v = g["val_kept"].to_numpy()
         q25, q50, q75 = np.percentile(v, (25, 50, 75))
         rows.append({"variant": variant, "seeds": len(g), "median": q50, "iqr_low": q25, "iqr_high": q75,
@@ -108,16 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     shared = [a for a in args.shared if a != "--"]
     points = [(v, s) for v in args.variants for s in args.seeds]
     argvs = [[*shared, *VARIANTS[v], "--seed", str(s), "--eval-windows", "0", "--runs-dir", str(args.out),
-              "--run-name", f"{v}-s{s}"] for v, s in points]
+              "--run-name", runs.run_name(v, s)] for v, s in points]
     _fit_once(argvs)
-    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        dirs = list(pool.map(_train, argvs))
-    runs = pd.DataFrame([{"variant": v, "seed": s, **score(Path(d))} for (v, s), d in zip(points, dirs, strict=True)])
-    table = summarize(runs)
+    with Executor(_train, jobs=args.jobs) as executor:
+        dirs = executor.map(argvs)
+    scored = pd.DataFrame([{"variant": v, "seed": s, **validation_scores(Path(d))}
+                           for (v, s), d in zip(points, dirs, strict=True)])
+    table = summarize(scored)
     refs = references(argvs[0])
     table = pd.concat([table, pd.DataFrame([{"variant": f"(heuristic) {k}", "median": v} for k, v in refs.items()])],
                       ignore_index=True)
-    runs.to_csv(args.out / "runs.csv", index=False)
+    scored.to_csv(args.out / "runs.csv", index=False)
     table.to_csv(args.out / "summary.csv", index=False)
     from experiments import train
 

@@ -9,40 +9,44 @@ the same trace and windows (checked). One seed is one number per scheduler: its 
 test windows. The table gives, per scheduler, the number of seeds, the median, the interquartile range, the worst
 and best seed, the mean with a bootstrap CI over seeds, and for the networks (agent, untrained, cloned) how many
 seeds beat FCFS+EASY and how many beat their own untrained network. Heuristics do not depend on the seed: their
-rows repeat one value, as a reference.
+rows repeat one value, as a reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes the
+table in one go (:func:`run`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from experiments import runs
+from experiments.fanout import Executor
+from experiments.runs import REFERENCE, RunFolder
 from hpcgym import cli, metrics
 
-REFERENCE = "fcfs+easy"
 NETWORKS = ("agent", "cloned", "untrained")
 
 
-def load(runs: Sequence[Path]) -> pd.DataFrame:
+def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
     """One row per run x scheduler: ``run, seed, scheduler, kind, backfill, bsld`` (mean over the test windows).
 
     Raises:
         ValueError: the runs were not evaluated on the same trace and windows.
     """
     rows, seen = [], {}
-    for run in map(Path, runs):
-        args = json.loads((run / "args.json").read_text())
-        per_window = pd.read_csv(run / "eval" / "per_window.csv")
+    for run in map(RunFolder, run_dirs):
+        args = run.settings()
+        per_window = pd.read_csv(run.per_window)
         ref = per_window[per_window["scheduler"] == REFERENCE].sort_values("window")["bsld"].round(9).tolist()
         key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
         seen.setdefault(key, (run, ref))
         if seen[key][1] != ref or len(seen) > 1:
-            raise ValueError(f"{run} and {seen[next(iter(seen))][0]} were not evaluated on the same windows "
+            raise ValueError(f"{run.path} and {seen[next(iter(seen))][0].path} were not evaluated on the same windows "
                              f"(trace, windows, length: {list(seen)}); evaluate them together first")
         for (scheduler, kind), g in per_window.groupby(["scheduler", "kind"], sort=False):
             role = kind if kind in NETWORKS else scheduler
@@ -72,9 +76,9 @@ def table(per_seed: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("median").reset_index(drop=True)
 
 
-def describe(per_seed: pd.DataFrame, runs: Sequence[Path], confidence: float = 0.95) -> str:
+def describe(per_seed: pd.DataFrame, run_dirs: Sequence[Path], confidence: float = 0.95) -> str:
     """The line that says what the table measured."""
-    args = json.loads((Path(runs[0]) / "args.json").read_text())
+    args = RunFolder(run_dirs[0]).settings()
     seeds = sorted(per_seed["seed"].unique().tolist())
     return (f"{args['trace']}, test split (last 30%), {int(per_seed['windows'].max())} windows x "
             f"{args['eval_length']} jobs; {len(seeds)} seeds {seeds}; one value per seed = mean bounded slowdown "
@@ -88,20 +92,37 @@ def format_table(tab: pd.DataFrame) -> str:
     return f"{tab.attrs.get('description', '')}\n{body}"
 
 
-def write(runs: Sequence[Path], out: Path) -> pd.DataFrame:
+def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
     """Write ``per_seed.csv``, ``summary.csv``, ``summary.md`` and ``learning_curves.png`` to ``out``."""
     from agents.curves import plot_learning_curves
-    from experiments.evaluate import write_csv
+    from hpcgym.io import write_table
 
-    per_seed = load(runs)
+    per_seed = load(run_dirs)
     tab = table(per_seed)
-    tab.attrs["description"] = describe(per_seed, runs)
-    write_csv(per_seed, out / "per_seed.csv")
-    write_csv(tab, out / "summary.csv")
-    (out / "summary.md").write_text(format_table(tab) + "\n")
-    curves = {Path(r).name: Path(r) / "learning_curve.csv" for r in runs}
-    plot_learning_curves(curves, out / "learning_curves.png", title=f"{out.name}: validation bsld per seed")
+    tab.attrs["description"] = describe(per_seed, run_dirs)
+    write_table(per_seed, out / runs.PER_SEED)
+    write_table(tab, out / runs.SUMMARY)
+    (out / runs.SUMMARY_MD).write_text(format_table(tab) + "\n")
+    curves = {folder.name: folder.curve for folder in map(RunFolder, run_dirs)}
+    plot_learning_curves(curves, out / runs.CURVES_PNG, title=f"{out.name}: validation bsld per seed")
     return tab
+
+
+def run(args: Any, train_one: Callable[[Any], str]) -> tuple[list[Path], pd.DataFrame | None]:
+    """One run per seed of ``args.seeds`` (``args.jobs`` at a time), then the table across them.
+
+    ``args`` is an ``experiments.train.Args``; ``train_one(args)`` trains and evaluates one seed's run and returns
+    its folder (a module-level function: it may run in another process). The runs are named ``<base>-s<seed>``
+    (:func:`experiments.runs.run_name`) and the table goes to ``<base>-seeds/``; without test windows
+    (``eval_windows`` 0) there is no table.
+    """
+    base = args.run_name or runs.default_base(args.trace_label, args.workload, args.algo)
+    per_seed = [dataclasses.replace(args, seed=s, seeds=[], run_name=runs.run_name(base, s)) for s in args.seeds]
+    with Executor(train_one, jobs=args.jobs) as executor:
+        dirs = [Path(d) for d in executor.map(per_seed)]
+    if args.eval_windows <= 0:
+        return dirs, None
+    return dirs, write(dirs, runs.seeds_folder(args.runs_dir, base))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

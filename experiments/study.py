@@ -47,27 +47,29 @@ epochs); 2 test windows of 256 jobs; fidelity on 1,000 jobs. Flags given explici
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
-import os
-import shutil
 import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from experiments import train
-from experiments.study_report import RUN_MARKER
+from experiments import arguments, runs, train
+from experiments.arguments import TRACE_FLAGS, TraceArgs, flag
+from experiments.fanout import Executor
+from experiments.protocol import Data, load_data
+from experiments.runs import RunFolder
+from experiments.study_report import StudyFolder
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
-from synth.base import fit_key
+from hpcgym.traces.split import head, tail
+from synth.cache import FitCache
 
 SOURCES = ("real", "arrivals", "lublin", "gaussiancopula", "ctgan", "tvae", "copulagan", "realtabformer", "mixed")
 GENERATORS = tuple(s for s in SOURCES if s not in ("real", "mixed"))
@@ -81,64 +83,51 @@ QUICK_FIT = {"ctgan": {"epochs": 1}, "copulagan": {"epochs": 1}, "tvae": {"epoch
              "realtabformer": {"epochs": 1, "gen_batch": 128}}
 QUICK = {"sample_pool": 2048, "timesteps": 256, "eval_windows": 2, "eval_length": 256, "fit_rows": 1000,
          "fidelity_jobs": 1000}
-QUICK_TRAIN = ["--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64", "--slots", "32",
-               "--val-windows", "2", "--val-length", "256", "--val-every", "256", "--clone-episodes", "4",
-               "--clone-window", "256", "--clone-epochs", "20",
-               "--checkpoint-every", "256"]
+QUICK_TRAIN = {"envs": 4, "n_steps": 64, "batch_size": 64, "window": 64, "slots": 32, "val_windows": 2,
+               "val_length": 256, "val_every": 256, "clone_episodes": 4, "clone_window": 256, "clone_epochs": 20,
+               "checkpoint_every": 256}
 #: train settings that may differ between a run folder and the study without redoing the run
 VOLATILE = {"resume", "overwrite", "quiet", "jobs", "threads", "seeds", "runs_dir"}
 STAGES = ("fit", "train", "evaluate", "fidelity", "report")
 
 
 @dataclass
-class Args:
+class Args(TraceArgs):
     """Every knob of the study (each one is a command-line flag; ``--`` passes the rest to every training run)."""
 
-    trace: str = field(default="theta", metadata={"help": "real trace (bundled name or file): its train split "
-                                                          "feeds the fits and the real agents, its test split "
-                                                          "the evaluation"})
-    format: str = field(default="", metadata={"help": "the trace file's format: swf | alcf | mustang | csv; "
-                                                      "empty: from its name and header"})
-    machine: str = field(default="", metadata={"help": "the trace's machine: NAME or NODES[xCORES]; empty: the "
-                                                       "trace's own"})
-    columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs"})
-    backfill: str = field(default="easy", metadata={"help": "none | easy: the backfilling the agents train and "
-                                                            "play with (heuristics run with both)"})
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "training seeds (one run per "
-                                                                                  "source and seed)"})
-    sources: str = field(default=",".join(SOURCES), metadata={"help": "comma-separated training sources"})
-    out: str = field(default="", metadata={"help": "study folder; empty: studies/<trace>"})
-    cache: str = field(default="", metadata={"help": "fitted-synthesizer cache shared across studies; empty: "
-                                                     "synth-cache/ next to the study folder"})
-    mixed_with: str = field(default="arrivals", metadata={"help": "the generator of the 'mixed' source"})
-    sample_pool: int = field(default=50_000, metadata={"help": "jobs each synthetic run samples once (with its "
-                                                               "seed) and trains on windows of (experiments.train "
-                                                               "--sample-pool); 0: a new sample every episode"})
-    timesteps: int = field(default=100_000, metadata={"help": "training steps per run"})
-    eval_windows: int = field(default=20, metadata={"help": "test windows every agent and heuristic plays"})
-    eval_length: int = field(default=1024, metadata={"help": "jobs per test window"})
-    fit_rows: int = field(default=0, metadata={"help": "fit the generators on the last N jobs of the training "
-                                                       "part (0: all)"})
-    fit_seed: int = field(default=0, metadata={"help": "seed of every fit (one fit serves all training seeds)"})
-    fit_params: list[str] = field(default_factory=list, metadata={"help": "MODEL=JSON settings over a model's "
-                                                                          "defaults, e.g. 'ctgan={\"epochs\": 300}'"})
-    full: bool = field(default=False, metadata={"help": "full-quality fits (ctgan/copulagan 300 epochs, a 6-layer "
-                                                        "REaLTabFormer for 100 epochs): for a GPU"})
-    device: str = field(default="cpu", metadata={"help": "cpu | cuda | auto: where the SDV neural models and "
-                                                         "REaLTabFormer fit (agents always train on the CPU)"})
-    fidelity_jobs: int = field(default=0, metadata={"help": "jobs sampled per generator for its fidelity report, "
-                                                            "scored against the test split's first as many jobs "
-                                                            "(0: the whole test split)"})
-    no_fidelity: bool = field(default=False, metadata={"help": "skip the fidelity stage"})
-    threads: int = field(default=1, metadata={"help": "torch threads per process (fits and training)"})
-    jobs: int = field(default=1, metadata={"help": "fits and runs at once (processes, or Ray CPUs)"})
-    backend: str = field(default="local", metadata={"help": "local | ray"})
-    address: str = field(default="", metadata={"help": "with --backend ray: the cluster address (e.g. auto); "
-                                                       "empty: a local Ray instance of --jobs CPUs"})
-    quick: bool = field(default=False, metadata={"help": "the smoke preset (see above); explicit flags win"})
-    overwrite: bool = field(default=False, metadata={"help": "redo runs whose settings differ from the study's"})
-    train_flags: list[str] = field(default_factory=list, metadata={"help": "after --: flags for every "
-                                                                           "experiments.train run"})
+    trace: str = flag("theta", "real trace (bundled name or file): its train split feeds the fits and the real "
+                               "agents, its test split the evaluation")
+    backfill: str = flag("easy", "none | easy: the backfilling the agents train and play with (heuristics run with "
+                                 "both)")
+    seeds: list[int] = flag([0, 1, 2], "training seeds (one run per source and seed)")
+    sources: str = flag(",".join(SOURCES), "comma-separated training sources")
+    out: str = flag("", "study folder; empty: studies/<trace>")
+    cache: str = flag("", "fitted-synthesizer cache shared across studies; empty: synth-cache/ next to the study "
+                          "folder")
+    mixed_with: str = flag("arrivals", "the generator of the 'mixed' source")
+    sample_pool: int = flag(50_000, "jobs each synthetic run samples once (with its seed) and trains on windows of "
+                                    "(experiments.train --sample-pool); 0: a new sample every episode")
+    timesteps: int = flag(100_000, "training steps per run")
+    eval_windows: int = flag(20, "test windows every agent and heuristic plays")
+    eval_length: int = flag(1024, "jobs per test window")
+    fit_rows: int = flag(0, "fit the generators on the last N jobs of the training part (0: all)")
+    fit_seed: int = flag(0, "seed of every fit (one fit serves all training seeds)")
+    fit_params: list[str] = flag([], "MODEL=JSON settings over a model's defaults, e.g. 'ctgan={\"epochs\": 300}'")
+    full: bool = flag(False, "full-quality fits (ctgan/copulagan 300 epochs, a 6-layer REaLTabFormer for 100 "
+                             "epochs): for a GPU")
+    device: str = flag("cpu", "cpu | cuda | auto: where the SDV neural models and REaLTabFormer fit (agents always "
+                              "train on the CPU)")
+    fidelity_jobs: int = flag(0, "jobs sampled per generator for its fidelity report, scored against the test "
+                                 "split's first as many jobs (0: the whole test split)")
+    no_fidelity: bool = flag(False, "skip the fidelity stage")
+    threads: int = flag(1, "torch threads per process (fits and training)")
+    jobs: int = flag(1, "fits and runs at once (processes, or Ray CPUs)")
+    backend: str = flag("local", "local | ray")
+    address: str = flag("", "with --backend ray: the cluster address (e.g. auto); empty: a local Ray instance of "
+                            "--jobs CPUs")
+    quick: bool = flag(False, "the smoke preset (see above); explicit flags win")
+    overwrite: bool = flag(False, "redo runs whose settings differ from the study's")
+    train_flags: list[str] = flag([], "after --: flags for every experiments.train run", remainder=True)
 
     @property
     def source_list(self) -> list[str]:
@@ -149,7 +138,7 @@ class Args:
     @property
     def out_dir(self) -> Path:
         """The study folder (absolute)."""
-        return Path(self.out or Path("studies") / Path(self.trace).name.split(".")[0]).resolve()
+        return Path(self.out or Path("studies") / self.trace_label).resolve()
 
     @property
     def cache_dir(self) -> Path:
@@ -168,41 +157,12 @@ class Args:
 CHOICES = {"backfill": ("none", "easy"), "backend": ("local", "ray"), "device": ("cpu", "cuda", "auto")}
 
 
-def _parser(defaults: dict[str, Any] | None = None) -> argparse.ArgumentParser:
-    ap = cli.ArgumentParser(prog="python -m experiments.study", description=__doc__,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(Args):
-        flag, helptext = "--" + f.name.replace("_", "-"), f.metadata["help"]
-        if f.name == "train_flags":
-            ap.add_argument("train_flags", nargs=argparse.REMAINDER, help=helptext)
-        elif f.type in ("bool", bool):
-            ap.add_argument(flag, action="store_true", help=helptext)
-        elif str(f.type).startswith("list"):
-            kind = int if "int" in str(f.type) else str
-            default = f.default_factory()
-            ap.add_argument(flag, type=kind, nargs="+", default=default,
-                            help=helptext + (f" (default: {' '.join(map(str, default))})" if default else ""))
-        else:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
-            shown = f" (default: {f.default})" if f.default != "" else ""
-            ap.add_argument(flag, type=kind, default=f.default, help=helptext + shown)
-    if defaults:
-        ap.set_defaults(**defaults)
-    return ap
-
-
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     """The command line as :class:`Args`, with the ``--quick`` preset under the flags given explicitly."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ap = _parser()
-    ns = vars(ap.parse_args(argv))
-    ns["train_flags"] = [a for a in ns["train_flags"] if a != "--"]
-    if ns["quick"]:
-        unset = object()
-        probe = _parser({f.name: unset for f in dataclasses.fields(Args)})
-        given = {k for k, v in vars(probe.parse_args(argv)).items() if v is not unset}
-        ns.update({k: v for k, v in QUICK.items() if k not in given})
-    args = Args(**ns)
+    ap = arguments.parser(Args, "python -m experiments.study", __doc__)
+    args, given = arguments.parse(Args, ap, argv)
+    if args.quick:
+        args = dataclasses.replace(args, **{k: v for k, v in QUICK.items() if k not in given})
     for name, allowed in CHOICES.items():
         if getattr(args, name) not in allowed:
             ap.error(f"--{name} must be one of {allowed}")
@@ -240,27 +200,30 @@ def fit_params(args: Args) -> dict[str, dict[str, Any]]:
     return out
 
 
-def train_args(args: Args, source: str, seed: int) -> train.Args:
-    """The ``experiments.train`` settings of one run (its parser and defaults, the preset and ``--`` flags)."""
+def train_base(args: Args) -> train.Args:
+    """The ``experiments.train`` settings every run shares: its defaults, the ``--quick`` preset, the ``--`` flags."""
+    base, given = arguments.parse(train.Args, train.parser(), args.train_flags)
+    return dataclasses.replace(base, **{k: v for k, v in QUICK_TRAIN.items() if k not in given}) if args.quick else base
+
+
+def train_args(args: Args, source: str, seed: int, base: train.Args | None = None) -> train.Args:
+    """The ``experiments.train`` settings of one run: :func:`train_base` (``base``) with the study's own settings."""
     workload = {"real": "real", "mixed": "mixed"}.get(source, "synthetic")
     synthesizer = args.mixed_with if source == "mixed" else (source if source in GENERATORS else "arrivals")
-    argv = [*(QUICK_TRAIN if args.quick else []), *args.train_flags,
-            "--trace", args.trace, "--backfill", args.backfill, "--workload", workload, "--synthesizer", synthesizer,
-            "--seed", str(seed), "--timesteps", str(args.timesteps), "--eval-windows", str(args.eval_windows),
-            "--eval-length", str(args.eval_length), "--runs-dir", str(args.out_dir / "runs"),
-            "--run-name", f"{source}-s{seed}", "--threads", str(args.threads), "--quiet"]
-    for key in ("format", "machine", "columns"):
-        if getattr(args, key):
-            argv += [f"--{key}", getattr(args, key)]
+    mine = {"trace": args.trace, "backfill": args.backfill, "workload": workload, "synthesizer": synthesizer,
+            "seed": seed, "timesteps": args.timesteps, "eval_windows": args.eval_windows,
+            "eval_length": args.eval_length, "runs_dir": str(StudyFolder(args.out_dir).runs),
+            "run_name": runs.run_name(source, seed), "threads": args.threads, "quiet": True}
+    mine |= {key: getattr(args, key) for key in TRACE_FLAGS if getattr(args, key)}
     if workload != "real":
-        argv += ["--sample-pool", str(args.sample_pool)]
-    return train.parse_args(argv)
+        mine["sample_pool"] = args.sample_pool
+    targs = dataclasses.replace(base or train_base(args), **mine)
+    train.check_args(targs)
+    return targs
 
 
-def fit_table(data: train.Data, rows: int) -> pd.DataFrame:
+def fit_table(data: Data, rows: int) -> pd.DataFrame:
     """The table the generators learn: the training part, or its last ``rows`` jobs."""
-    from synth.report import tail
-
     return tail(data.fit, rows)
 
 
@@ -296,6 +259,7 @@ class FidelityTask:
     rows: int
     jobs: int
     threads: int
+    log: str  # the stage's log file
 
 
 def _log_to(path: Path):
@@ -322,33 +286,29 @@ def do_fit(task: FitTask) -> dict[str, Any]:
     where = Path(task.where)
     with _log_to(where.parent / f"{where.name}.log"):
         _set_threads(task.threads)
-        data = train.load_data(task.data_args)
+        data = load_data(task.data_args, task.data_args.val_fraction)
         model = synth.get(task.model, max_nodes=data.machine.nodes, **task.params)
         model.fit(fit_table(data, task.rows), seed=task.seed)
-        tmp = where.with_name(f"{where.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save(tmp)
-        if where.exists():  # another study finished the same fit meanwhile: keep theirs
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, where)
+        FitCache(where.parent).save(model, where)  # atomic; another study's save of the same fit is kept
     return {"seconds": model.fit_seconds}
 
 
 def do_run(task: RunTask) -> dict[str, Any]:
     """Train or evaluate one run; record the stage's seconds in the run's ``study-run.json``."""
+    from experiments import evaluate
     from synth.base import Synthesizer
 
-    run_dir = Path(task.args.runs_dir) / task.args.name
+    run = RunFolder(Path(task.args.runs_dir) / task.args.name)
     started = time.perf_counter()
-    with _log_to(run_dir.parent / f"{run_dir.name}.log"):
+    with _log_to(run.log):
         if task.stage == "train":
             model = Synthesizer.load(task.synthesizer) if task.synthesizer else None
             train.train(task.args, model)
         else:
-            train.evaluate_run(task.args, run_dir)
+            evaluate.evaluate_run(run, task.args.trace, task.args.read_kwargs(), task.args.eval_windows,
+                                  task.args.eval_length, progress=not task.args.quiet)
     seconds = time.perf_counter() - started
-    marker = run_dir / RUN_MARKER
+    marker = run.study_record
     record = json.loads(marker.read_text()) if marker.exists() else {}
     record[f"{task.stage}_s"] = seconds
     if task.stage == "train":
@@ -360,33 +320,22 @@ def do_run(task: RunTask) -> dict[str, Any]:
 
 def fidelity_tables(train_table: pd.DataFrame, test: pd.DataFrame, samples: dict[str, pd.DataFrame],
                     seed: int = 0) -> dict[str, pd.DataFrame | str]:
-    """Each sample's fidelity table (``metric, better, floor, bootstrap, value``), or the error it raised.
+    """Each sample's fidelity table (``metric, section, better, floor, bootstrap, value``), or the error it raised.
 
-    The one place that calls :mod:`synth.fidelity`: its v2 API (``prepare`` once, ``score`` per sample,
-    ``make_table``) when present, else ``fidelity_table(train, sample, holdout=test)``.
+    The references (:func:`synth.fidelity.prepare`) are computed once; each sample is scored against them
+    (:func:`synth.fidelity.score`, :func:`synth.fidelity.make_table`).
     """
     from synth import fidelity
 
+    try:
+        refs = fidelity.prepare(train_table, test, seed=seed)
+    except Exception:  # noqa: BLE001 - reported, never fatal
+        return {name: traceback.format_exc(limit=3) for name in samples}
     out: dict[str, pd.DataFrame | str] = {}
-    refs = None
-    if all(hasattr(fidelity, f) for f in ("prepare", "score", "make_table")):
-        try:
-            refs = fidelity.prepare(train_table, test, seed=seed)
-        except Exception:  # noqa: BLE001 - reported, never fatal
-            return {name: traceback.format_exc(limit=3) for name in samples}
     for name, sample in samples.items():
         try:
-            if refs is not None:
-                table = fidelity.make_table(refs, {"value": fidelity.score(refs, sample)})
-            else:
-                table = fidelity.fidelity_table(train_table, sample, seed=seed, holdout=test)
-                table = table.rename(columns={"synthetic": "value", "synthetic_vs_real": "value",
-                                              "real_vs_real": "floor"})
-            if "better" not in table:
-                metrics = getattr(fidelity, "METRICS", {})
-                table["better"] = [metrics.get(m, (None, None))[1] for m in table["metric"]]
-            out[name] = table[[c for c in ("metric", "section", "better", "floor", "bootstrap", "value")
-                               if c in table]]
+            table = fidelity.make_table(refs, {"value": fidelity.score(refs, sample)})
+            out[name] = table[["metric", "section", "better", "floor", "bootstrap", "value"]]
         except Exception:  # noqa: BLE001 - reported, never fatal
             out[name] = traceback.format_exc(limit=3)
     return out
@@ -396,13 +345,11 @@ def do_fidelity(task: FidelityTask) -> dict[str, Any]:
     """Sample each generator and score the samples; write one JSON per generator (its table, or its error)."""
     from hpcgym import traces
     from synth.base import Synthesizer
-    from synth.report import head
 
     started = time.perf_counter()
-    log = Path(task.items[0][2]).parent / "fidelity.log"
-    with _log_to(log):
+    with _log_to(Path(task.log)):
         _set_threads(task.threads)
-        data = train.load_data(task.data_args)
+        data = load_data(task.data_args, task.data_args.val_fraction)
         test = traces.split(traces.read(task.data_args.trace, **task.data_args.read_kwargs()), "test")
         if task.jobs and task.jobs < len(test):
             test = head(test, task.jobs)
@@ -434,80 +381,20 @@ def run_task(task: FitTask | RunTask | FidelityTask) -> dict[str, Any]:
         return {"error": traceback.format_exc(limit=6)}
 
 
-def _indexed(item: tuple[int, Any]) -> tuple[int, dict[str, Any]]:
-    """``(index, task)`` -> ``(index, result)`` (for a pool's unordered map)."""
-    return item[0], run_task(item[1])
-
-
-# ---- executing -------------------------------------------------------------------------------------------------
-class Executor:
-    """Runs tasks in this process (``jobs=1``), in a pool of processes, or as Ray tasks; reports each as it ends."""
-
-    def __init__(self, backend: str, jobs: int, address: str = ""):
-        self.backend, self.jobs, self.address, self.pool = backend, jobs, address, None
-
-    def __enter__(self) -> Executor:
-        if self.backend == "ray":
-            import ray
-
-            ray.init(address=self.address or None, num_cpus=None if self.address else self.jobs,
-                     ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
-            self.remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
-        elif self.jobs > 1:
-            import multiprocessing
-
-            self.pool = multiprocessing.get_context("spawn").Pool(self.jobs)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.backend == "ray":
-            import ray
-
-            ray.shutdown()
-        elif self.pool is not None:
-            # every task has ended (or the study is stopping): end the workers. Letting them exit by themselves
-            # (concurrent.futures' shutdown) took minutes once torch, SDV and transformers were loaded in them.
-            self.pool.terminate()
-            self.pool.join()
-
-    def map(self, tasks: list[Any], done: Callable[[int, dict[str, Any]], None]) -> list[dict[str, Any]]:
-        """Run ``tasks``; call ``done(index, result)`` as each ends; return the results in order."""
-        results: list[dict[str, Any]] = [{} for _ in tasks]
-
-        def finish(i: int, result: dict[str, Any]) -> None:
-            results[i] = result
-            done(i, result)
-
-        if self.backend == "ray":
-            import ray
-
-            refs = {self.remote.remote(t): i for i, t in enumerate(tasks)}
-            pending = list(refs)
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                finish(refs[ready[0]], ray.get(ready[0]))
-        elif self.pool is not None:
-            for i, result in self.pool.imap_unordered(_indexed, list(enumerate(tasks))):
-                finish(i, result)
-        else:
-            for i, t in enumerate(tasks):
-                finish(i, run_task(t))
-        return results
-
-
 # ---- the study -------------------------------------------------------------------------------------------------
 class Study:
     """One study folder: plans each stage from what is on disk, runs what is missing, and writes the report."""
 
     def __init__(self, args: Args):
-        self.args, self.out = args, args.out_dir
+        self.args, self.out, self.folder = args, args.out_dir, StudyFolder(args.out_dir)
         self.timing: dict[str, dict[str, Any]] = {}
         self.failures: list[str] = []
-        self.base = train_args(args, "real", args.seeds[0])
-        self.data = train.load_data(self.base)
+        shared = train_base(args)
+        self.base = train_args(args, "real", args.seeds[0], shared)
+        self.data = load_data(self.base, self.base.val_fraction)
         self.params = fit_params(args)
         self.fits: dict[str, Path] = {}
-        self.runs = {(s, seed): train_args(args, s, seed) for s in args.source_list for seed in args.seeds}
+        self.runs = {(s, seed): train_args(args, s, seed, shared) for s in args.source_list for seed in args.seeds}
 
     def say(self, stage: str, text: str) -> None:
         """One progress line."""
@@ -523,8 +410,7 @@ class Study:
             if "error" in result:
                 self.failures.append(f"{stage} {labels[i]}: {result['error'].strip().splitlines()[-1]}")
                 self.say(stage, f"{labels[i]} FAILED after {time.perf_counter() - started:,.1f} s (see the report)")
-                (self.out / "errors").mkdir(parents=True, exist_ok=True)
-                (self.out / "errors" / f"{stage}-{labels[i]}.txt").write_text(result["error"])
+                hpcgym_io.write_text(self.folder.error(stage, labels[i]), result["error"])
                 return
             self.say(stage, f"{labels[i]}: {result['seconds']:,.1f} s")
             if on_ok:
@@ -539,12 +425,12 @@ class Study:
     def fit_stage(self) -> None:
         """Fit the generators the cache lacks."""
         table = fit_table(self.data, self.args.fit_rows)
+        cache = FitCache(self.args.cache_dir)
         tasks, labels = [], []
         for g in self.args.generators:
-            key = fit_key(table, g, self.params[g], self.args.fit_seed)
-            where = self.args.cache_dir / f"{self.base.trace_label}-{g}-{key}"
+            where = cache.folder(self.base.trace_label, g, table, self.params[g], self.args.fit_seed)
             self.fits[g] = where
-            if (where / "manifest.json").exists():
+            if cache.holds(where):
                 self.say("fit", f"{g}: in the cache ({where.name}), skipped")
                 continue
             tasks.append(FitTask(g, self.params[g], str(where), self.base, self.args.fit_rows, self.args.fit_seed,
@@ -552,27 +438,26 @@ class Study:
             labels.append(g)
         self._stage("fit", tasks, labels, len(self.args.generators) - len(tasks))
 
-    def _state(self, run_dir: Path, targs: train.Args) -> str:
+    def _state(self, run: RunFolder, targs: train.Args) -> str:
         """``done``, ``trained``, ``resume``, ``new`` or ``overwrite``; other settings are an error."""
-        saved_file = run_dir / "args.json"
-        if not saved_file.exists():
-            return "new" if not run_dir.exists() or not any(run_dir.iterdir()) else "overwrite"
-        saved = json.loads(saved_file.read_text())
+        if not run.args_json.exists():
+            return "new" if not run.path.exists() or not any(run.path.iterdir()) else "overwrite"
+        saved = run.settings()
         mine = dataclasses.asdict(targs)
         differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k) != mine[k])
         if differ:
             if not self.args.overwrite:
-                raise cli.UsageError(f"{run_dir} was trained with other settings ({', '.join(differ)}): use "
+                raise cli.UsageError(f"{run.path} was trained with other settings ({', '.join(differ)}): use "
                                      "another --out, or --overwrite to redo such runs")
             return "overwrite"
-        marker = json.loads((run_dir / RUN_MARKER).read_text()) if (run_dir / RUN_MARKER).exists() else {}
-        if "train_s" in marker and (run_dir / "model.zip").exists():
-            return "done" if "evaluate_s" in marker and (run_dir / "eval" / "per_window.csv").exists() else "trained"
+        marker = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
+        if "train_s" in marker and run.model.exists():
+            return "done" if "evaluate_s" in marker and run.evaluated() else "trained"
         return "resume"
 
     def train_stage(self) -> None:
         """Train the runs not trained yet (resuming the interrupted ones)."""
-        states = {k: self._state(Path(a.runs_dir) / a.name, a) for k, a in self.runs.items()}
+        states = {k: self._state(RunFolder(Path(a.runs_dir) / a.name), a) for k, a in self.runs.items()}
         self.evaluated = [k for k, s in states.items() if s == "done"]
         self.to_evaluate = [k for k, s in states.items() if s == "trained"]
         tasks, keys = [], []
@@ -585,7 +470,7 @@ class Study:
                 self.say("train", f"{targs.name}: continuing an interrupted run from its last checkpoint")
             gen = self.args.mixed_with if source == "mixed" else source
             fitted = self.fits.get(gen) if source != "real" else None
-            if source != "real" and not (fitted and (fitted / "manifest.json").exists()):
+            if source != "real" and not (fitted and FitCache.holds(fitted)):
                 self.failures.append(f"train {targs.name}: its generator {gen} has no fit")
                 continue
             tasks.append(RunTask("train", targs, str(fitted) if fitted else None))
@@ -608,14 +493,15 @@ class Study:
         items, have = [], 0
         for g, path in self.fidelity_files().items():
             fitted = self.fits[g]
-            if not (fitted / "manifest.json").exists():
+            if not FitCache.holds(fitted):
                 continue
             if path.exists() and "error" not in json.loads(path.read_text()):
                 have += 1
                 self.say("fidelity", f"{g}: scored earlier, skipped")
                 continue
             items.append((g, str(fitted), str(path)))
-        tasks = [FidelityTask(items, self.base, self.args.fit_rows, self.args.fidelity_jobs, self.args.threads)]
+        tasks = [FidelityTask(items, self.base, self.args.fit_rows, self.args.fidelity_jobs, self.args.threads,
+                              str(self.folder.fidelity_log))]
         label = ",".join(i[0] for i in items)
         self._stage("fidelity", tasks if items else [], [label], have)
         for _, _, path in items:
@@ -625,7 +511,7 @@ class Study:
 
     def fidelity_files(self) -> dict[str, Path]:
         """Generator source -> its fidelity JSON for the current fit and ``--fidelity-jobs``."""
-        return {g: self.out / "fidelity" / f"{g}-{self.fits[g].name.rsplit('-', 1)[-1]}-n{self.args.fidelity_jobs}.json"
+        return {g: self.folder.fidelity_json(g, self.fits[g], self.args.fidelity_jobs)
                 for g in self.args.source_list if g in GENERATORS and g in self.fits}
 
     def report_stage(self) -> Path:
@@ -637,7 +523,7 @@ class Study:
         path = study_report.write(self.out, self.args, self.runs, self.fits, self.fidelity_files(), self.timing,
                                   self.failures)
         self.timing["report"]["wall_s"] = time.perf_counter() - started
-        hpcgym_io.write_text(self.out / "timing.json", json.dumps(study_report.timing_table(
+        hpcgym_io.write_text(self.folder.timing, json.dumps(study_report.timing_table(
             self.out, self.runs, self.fits, self.timing).to_dict(orient="records"), indent=2))
         self.say("report", f"{path} in {self.timing['report']['wall_s']:,.1f} s")
         return path
@@ -646,8 +532,8 @@ class Study:
         """Every stage, in order."""
         self.out.mkdir(parents=True, exist_ok=True)
         settings = {k: v for k, v in dataclasses.asdict(self.args).items()}
-        hpcgym_io.write_text(self.out / "study.json", json.dumps(settings, indent=2))
-        with Executor(self.args.backend, self.args.jobs, self.args.address) as self.executor:
+        hpcgym_io.write_text(self.folder.settings, json.dumps(settings, indent=2))
+        with Executor(run_task, self.args.backend, self.args.jobs, self.args.address) as self.executor:
             self.fit_stage()
             self.train_stage()
             self.evaluate_stage()

@@ -25,9 +25,42 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-REFERENCE = "fcfs+easy"
+from experiments.runs import REFERENCE, RunFolder
+
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
-RUN_MARKER = "study-run.json"
+
+
+class StudyFolder:
+    """A study's folder: where ``experiments.study`` and this module put each file.
+
+    ``study.json`` (the study's settings), ``runs/<source>-s<seed>/`` (run folders,
+    :class:`experiments.runs.RunFolder`), ``fidelity/`` (one JSON per generator, fit and sample size, and the
+    stage's log), ``errors/`` (the traceback of each failure), the tables ``<name>.csv``, ``figures/<name>.png``,
+    ``report.md`` and ``timing.json``.
+    """
+
+    def __init__(self, path: str | Path):
+        p = self.path = Path(path)
+        self.settings, self.timing, self.report = p / "study.json", p / "timing.json", p / "report.md"
+        self.runs, self.figures, self.errors = p / "runs", p / "figures", p / "errors"
+        self.fidelity = p / "fidelity"
+        self.fidelity_log = self.fidelity / "fidelity.log"
+
+    def table(self, name: str) -> Path:
+        """A table of the report (``study``, ``heuristics``, ``sources``, ``fidelity``, ...)."""
+        return self.path / f"{name}.csv"
+
+    def figure(self, name: str) -> Path:
+        """A figure of the report (:data:`FIGURES`)."""
+        return self.figures / f"{name}.png"
+
+    def error(self, stage: str, label: str) -> Path:
+        """Where the traceback of a failed item goes."""
+        return self.errors / f"{stage}-{label}.txt"
+
+    def fidelity_json(self, generator: str, fit: Path, jobs: int) -> Path:
+        """The fidelity scores of a generator's fit (its cache folder) on ``jobs`` sampled jobs."""
+        return self.fidelity / f"{generator}-{fit.name.rsplit('-', 1)[-1]}-n{jobs}.json"
 
 
 def _figure(**kw: Any):
@@ -43,7 +76,7 @@ def run_dirs(runs: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], Path]
     out = {}
     for key, targs in runs.items():
         path = Path(targs.runs_dir) / targs.name
-        if (path / "eval" / "per_window.csv").exists():
+        if RunFolder(path).evaluated():
             out[key] = path
     return out
 
@@ -61,8 +94,9 @@ def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.Data
     compare.load_runs(list(dirs.values()))  # refuses runs evaluated on other windows
     rows, heuristics = [], None
     for (source, seed), path in dirs.items():
-        args = json.loads((path / "args.json").read_text())
-        pw = pd.read_csv(path / "eval" / "per_window.csv")
+        run = RunFolder(path)
+        args = run.settings()
+        pw = pd.read_csv(run.per_window)
         ref = pw[pw["scheduler"] == REFERENCE].set_index("window")["bsld"]
         others = {kind: pw[pw["kind"] == kind].set_index("window")["bsld"] for kind in ("untrained", "cloned")}
         for _, r in pw[pw["kind"] == "agent"].iterrows():
@@ -235,7 +269,7 @@ def figure_curves(dirs: Mapping[tuple[str, int], Path], title: str):
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
     for ax, source in zip(axes.flat, names, strict=False):
         for (s, seed), path in dirs.items():
-            curve = path / "learning_curve.csv"
+            curve = RunFolder(path).curve
             if s != source or not curve.exists():
                 continue
             df = pd.read_csv(curve)
@@ -266,17 +300,19 @@ def timing_table(out: Path, runs: Mapping[tuple[str, int], Any], fits: Mapping[s
                  timing: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Per stage: this invocation's wall time, items done and skipped, and the items' seconds over all invocations."""
     items: dict[str, float] = {s: 0.0 for s in ("fit", "train", "evaluate", "fidelity")}
+    from synth.base import MANIFEST
+
     for path in fits.values():
-        manifest = path / "manifest.json"
+        manifest = path / MANIFEST
         if manifest.exists():
             items["fit"] += float(json.loads(manifest.read_text()).get("fit_seconds") or 0.0)
     for targs in runs.values():
-        marker = Path(targs.runs_dir) / targs.name / RUN_MARKER
+        marker = RunFolder(Path(targs.runs_dir) / targs.name).study_record
         if marker.exists():
             record = json.loads(marker.read_text())
             items["train"] += record.get("train_s", 0.0)
             items["evaluate"] += record.get("evaluate_s", 0.0)
-    for path in (out / "fidelity").glob("*.json"):
+    for path in StudyFolder(out).fidelity.glob("*.json"):
         items["fidelity"] += float(json.loads(path.read_text()).get("seconds", 0.0))
     rows = [{"stage": stage, "wall_s": t.get("wall_s", np.nan), "done": t.get("done", 0),
              "skipped": t.get("skipped", 0), "item_seconds_all_runs": items.get(stage, np.nan)}
@@ -305,11 +341,12 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
     """
     from hpcgym import io as hpcgym_io
 
+    folder = StudyFolder(out)
     dirs = run_dirs(runs)
     study, heuristics = collect(dirs)
     sources = sources_table(study)
     for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources)):
-        hpcgym_io.write_table(df, out / f"{name}.csv")
+        hpcgym_io.write_table(df, folder.table(name))
     fid, fid_errors = (pd.DataFrame(), {}) if args.no_fidelity else fidelity_frame(fidelity_files)
     preds = predictors(fid, sources)
     if not fid.empty:
@@ -318,27 +355,27 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
         for col in ("better", "floor", "bootstrap"):
             if col in refs:
                 wide.insert(1, col, wide["metric"].map(refs[col]))
-        hpcgym_io.write_table(wide, out / "fidelity.csv")
-    hpcgym_io.write_table(preds, out / "fidelity_vs_usefulness.csv")
+        hpcgym_io.write_table(wide, folder.table("fidelity"))
+    hpcgym_io.write_table(preds, folder.table("fidelity_vs_usefulness"))
     seeds = sorted({s for _, s in dirs})
     label = (f"{args.trace}, backfill {args.backfill}, {len(seeds)} seeds {seeds}, {args.eval_windows} test windows "
              f"x {args.eval_length} jobs")
     figures = {}
     if not study.empty:
         figures["bsld_by_source"] = save_figure(figure_bsld(study, heuristics, sources, args.backfill, label),
-                                                out / "figures" / "bsld_by_source.png")
+                                                folder.figure("bsld_by_source"))
         figures["fidelity_vs_usefulness"] = save_figure(figure_fidelity(fid, preds, sources, label),
-                                                        out / "figures" / "fidelity_vs_usefulness.png")
+                                                        folder.figure("fidelity_vs_usefulness"))
         figures["learning_curves"] = save_figure(figure_curves(dirs, f"validation bsld per source ({label})"),
-                                                 out / "figures" / "learning_curves.png")
-    text = render(args, study, heuristics, sources, fid, preds, fid_errors, timing_table(out, runs, fits, timing),
+                                                 folder.figure("learning_curves"))
+    text = report_text(args, study, heuristics, sources, fid, preds, fid_errors, timing_table(out, runs, fits, timing),
                   figures, failures, label)
-    path = out / "report.md"
+    path = folder.report
     hpcgym_io.write_text(path, text)
     return path
 
 
-def render(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
+def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
            preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame, figures: Mapping[str, Path],
            failures: list[str], label: str) -> str:
     """The text of ``report.md``."""
@@ -387,12 +424,13 @@ def render(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd
 # ---- the notebook's slowdown curves ----------------------------------------------------------------------------
 def slowdown_curves(study_dir: Path) -> dict[str, np.ndarray]:
     """Per-job bounded slowdowns pooled over seeds and windows: one array per source, and FCFS+EASY's."""
-    study = pd.read_csv(Path(study_dir) / "study.csv")
+    folder = StudyFolder(study_dir)
+    study = pd.read_csv(folder.table("study"))
     out: dict[str, np.ndarray] = {}
     for source, g in study.groupby("source", sort=False):
         values = []
         for run in g["run"].unique():
-            jobs = pd.read_csv(Path(study_dir) / "runs" / run / "eval" / "per_job.csv")
+            jobs = pd.read_csv(RunFolder(folder.runs / run).per_job)
             values.append(jobs.loc[jobs["kind"] == "agent", "bsld"].to_numpy())
             if REFERENCE not in out:
                 out[REFERENCE] = jobs.loc[jobs["scheduler"] == REFERENCE, "bsld"].to_numpy()

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments import train
+from experiments import runs, train
+from experiments.fanout import Executor
+from experiments.runs import RunFolder
 from hpcgym import cli
 
 
@@ -38,38 +40,28 @@ def grid(seeds: Sequence[int], workloads: Sequence[str], algos: Sequence[str],
 
 def run_one(argv: list[str]) -> str:
     """Train one grid point in this process; return its run folder."""
-    return str(train.run(train.parse_args(argv))[0])
+    return str(train.train_and_evaluate(train.parse_args(argv))[0])
 
 
-def _progress(done: int, total: int, run: str, started: float) -> None:
-    sys.stderr.write(f"sweep: {done}/{total} runs done ({run}), {time.perf_counter() - started:,.0f} s\n")
-    sys.stderr.flush()
+def run_points(points: list[list[str]], backend: str = "local", address: str = "") -> list[str]:
+    """Every grid point: one after the other in this process, or as Ray tasks (a line on stderr as each ends).
 
+    With Ray, each point is one task on the cluster at ``address`` or on a local instance (all its CPUs); a task
+    whose worker died is run again up to 3 times (Ray's default).
+    """
+    started = time.perf_counter()
+    finished = 0
 
-def run_local(points: list[list[str]]) -> list[str]:
-    """One run after the other, in this process (a line on stderr after each)."""
-    started, out = time.perf_counter(), []
-    for p in points:
-        out.append(run_one(p))
-        _progress(len(out), len(points), Path(out[-1]).name, started)
-    return out
+    def progress(_: int, run: str) -> None:
+        nonlocal finished
+        finished += 1
+        sys.stderr.write(f"sweep: {finished}/{len(points)} runs done ({Path(run).name}), "
+                         f"{time.perf_counter() - started:,.0f} s\n")
+        sys.stderr.flush()
 
-
-def run_ray(points: list[list[str]], address: str | None = None) -> list[str]:
-    """Every grid point as a Ray task on a local instance or the cluster at ``address`` (a line as each ends)."""
-    import ray
-
-    ray.init(address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
-    try:
-        task = ray.remote(num_cpus=1)(run_one)
-        refs = [task.remote(p) for p in points]
-        started, pending = time.perf_counter(), list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            _progress(len(points) - len(pending), len(points), Path(ray.get(ready[0])).name, started)
-        return ray.get(refs)
-    finally:
-        ray.shutdown()
+    jobs = None if backend == "ray" else 1
+    with Executor(run_one, backend, jobs, address, retries=3) as executor:
+        return executor.map(points, progress)
 
 
 def summarize(run_dirs: Sequence[str], runs_dir: Path) -> list[pd.DataFrame]:
@@ -77,10 +69,10 @@ def summarize(run_dirs: Sequence[str], runs_dir: Path) -> list[pd.DataFrame]:
     from experiments import seeds
 
     groups: dict[str, list[Path]] = {}
-    for run in map(Path, run_dirs):
-        if (run / "eval" / "per_window.csv").exists():
-            groups.setdefault(run.name.rsplit("-s", 1)[0], []).append(run)
-    return [seeds.write(dirs, runs_dir / f"{name}-seeds") for name, dirs in groups.items()]
+    for run in map(RunFolder, run_dirs):
+        if run.evaluated():
+            groups.setdefault(runs.base_of(run.name), []).append(run.path)
+    return [seeds.write(dirs, runs.seeds_folder(runs_dir, name)) for name, dirs in groups.items()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,13 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     shared = [a for a in args.shared if a != "--"]
     points = grid(args.seeds, args.workloads, args.algos, shared)
-    runs = run_ray(points, args.address) if args.backend == "ray" else run_local(points)
+    done = run_points(points, args.backend, args.address or "")
     runs_dir = Path(train.parse_args(points[0]).runs_dir)
-    tables = summarize(runs, runs_dir)
+    tables = summarize(done, runs_dir)
     from experiments.seeds import format_table
 
     print("\n\n".join(format_table(t) for t in tables) if tables else "no evaluations")
-    print(f"runs: {', '.join(runs)}")
+    print(f"runs: {', '.join(done)}")
     return 0
 
 

@@ -31,7 +31,8 @@ API:
   :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``, see :func:`hpcgym.machines.parse`) and
   ``columns_arg`` (a column mapping from ``k=v,k=v``, see :func:`hpcgym.traces.csvtable.parse_columns`).
 - ``add_trace_args(parser)``: the ``--format``, ``--machine`` and ``--columns`` options every trace-reading CLI takes,
-  passed on as ``traces.read(path, format=args.format, machine=args.machine, columns=args.columns)``.
+  passed on as ``traces.read(path, format=args.format, machine=args.machine, columns=args.columns)``
+  (``as_text=True``: checked, but kept as text for settings saved as JSON).
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ from typing import NoReturn
 from hpcgym.errors import HpcgymError
 
 MACHINE_HELP = ("the machine: a catalog name (theta, sdsc-sp2, ...) or NODES[xCORES] such as 128 or 120x2 "
-                "(processors map to ceil(procs / CORES) nodes); default: the trace's own")
+                "(processors map to ceil(procs / CORES) nodes); default: the trace's own (its header, the format's "
+                "machine, or a Slurm/PBS log's largest job)")
 COLUMNS_HELP = ("for --format csv: canonical name=CSV column pairs, e.g. interarrival=interval,run=run_time,"
                 "nodes=node_num,walltime=wall_time,user=user (keys: submit|interarrival, run, nodes|procs, walltime, "
                 "job_id, user, group, queue, status, wait)")
-FORMATS = ("swf", "alcf", "mustang", "csv")
+FORMATS = ("swf", "alcf", "mustang", "csv", "slurm", "pbs")
 EXIT_USAGE = 2
 _FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
@@ -112,12 +114,30 @@ def columns_arg(text: str) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_trace_args(parser: argparse.ArgumentParser) -> None:
-    """Add ``--format``, ``--machine`` and ``--columns``, the options of every CLI that reads a trace."""
+def add_trace_args(parser: argparse.ArgumentParser, as_text: bool = False) -> None:
+    """Add ``--format``, ``--machine`` and ``--columns``, the options of every CLI that reads a trace.
+
+    With ``as_text``, ``--machine`` and ``--columns`` are checked as usual but keep the text given, for settings
+    that are saved as JSON (``experiments.train``'s ``args.json``) and passed to :func:`hpcgym.traces.read` later.
+    """
+    machine, columns = (_checked(machine_arg), _checked(columns_arg)) if as_text else (machine_arg, columns_arg)
     parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="the trace format (default: .swf by name, else from the CSV header)")
-    parser.add_argument("--machine", type=machine_arg, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
-    parser.add_argument("--columns", type=columns_arg, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
+                        help="the trace format: slurm is sacct --parsable2 output, pbs a PBS/Torque accounting log "
+                        "or a directory of them (default: .swf and .sacct by name, else from the first line)")
+    parser.add_argument("--machine", type=machine, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
+    parser.add_argument("--columns", type=columns, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
+
+
+def _checked(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse type that checks the text with ``parse`` and returns the text itself ("" stands for unset)."""
+
+    def check(text: str) -> str:
+        if text:
+            parse(text)
+        return text
+
+    check.__name__ = parse.__name__  # argparse names the type in its messages
+    return check
 
 
 def message(exc: BaseException) -> str:

@@ -3,6 +3,8 @@
 :class:`EpisodeSource` turns a workload into :class:`Window` objects: the int64 arrays the simulator needs, drawn
 with the environment's own generator. The single environment and the vector environment draw through the same
 code, so that N single environments and one vector environment with the same seeds play the same episodes.
+:class:`MixedWorkload` and :class:`PooledSampler` are workloads built on others (real windows alternating with
+samples; windows of one large sample).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hpcgym.errors import UnknownNameError
 from hpcgym.machines import Machine
 from hpcgym.sim import hold_times
 from hpcgym.sim.policy import CUSTOM_CODES, PriorityPolicy
+from hpcgym.traces.split import window as job_window
 
 #: Draws of a seed for a sampled window come from ``[0, SEED_BOUND)``.
 SEED_BOUND = 2**31 - 1
@@ -146,3 +149,43 @@ def check_fits(table: pd.DataFrame, machine_nodes: int, machine_name: str = "the
     if too_big:
         raise ValueError(f"{too_big} jobs need more than the {machine_nodes} nodes of {machine_name}; drop them "
                          "(hpcgym.jobs.apply_invalid_policy) or pick a bigger machine")
+
+
+# ---- adapters: workloads made of other workloads ---------------------------------------------------------------
+class MixedWorkload:
+    """Windows of a real job table and samples of a generator, alternately (``sample(n_jobs, seed)``).
+
+    Args:
+        real: the job table whose windows alternate with the samples.
+        model: any :class:`Workload` (a fitted synthesizer).
+    """
+
+    def __init__(self, real: pd.DataFrame, model: Workload):
+        self.real, self.model, self.calls = real, model, 0
+
+    def sample(self, n_jobs: int, seed: int) -> pd.DataFrame:
+        """Odd calls (the first, the third, ...): a real window; even calls: a sample of the model."""
+        self.calls += 1
+        if self.calls % 2:
+            return job_window(self.real, n_jobs, rng=seed)
+        return self.model.sample(n_jobs, seed=seed)
+
+
+class PooledSampler:
+    """Windows of one large sample of a generator (``sample(n_jobs, seed)`` is a window of it).
+
+    One call to a slow sampler instead of one per episode: REaLTabFormer takes about 1 s per 256-job window on
+    Theta, which made a 100,000-step run take hours. The pool is drawn with the given seed, so it is reproducible.
+
+    Args:
+        model: any :class:`Workload` (a fitted synthesizer).
+        n_jobs: the pool's size.
+        seed: the seed of the pool's one sample.
+    """
+
+    def __init__(self, model: Workload, n_jobs: int, seed: int):
+        self.pool = jobtable.finalize(model.sample(n_jobs, seed=seed))
+
+    def sample(self, n_jobs: int, seed: int) -> pd.DataFrame:
+        """A window of ``n_jobs`` consecutive pooled jobs, from a start drawn with ``seed``."""
+        return job_window(self.pool, n_jobs, rng=seed)

@@ -13,7 +13,7 @@
 **Sections** (each computed by the module named after its job; this module only orchestrates):
 
 1. marginals, 2. correlations, 3. SDMetrics, 4. C2ST, 5. shape (powers of two, walltime menu), 6. arrivals:
-   :mod:`synth.metrics`;
+   :mod:`synth.distances`;
 7. validity (the share of generated rows dropped or repaired before scoring): :mod:`synth.validity`;
 8. scheduling outcome (whole-trace FCFS + EASY replays, plus windows with bootstrap CIs): :mod:`synth.replay`;
 9. privacy (DCR, exact copies, reuse of user and group ids, all against train; floor: the test split's own values):
@@ -23,17 +23,21 @@ Every metric states which direction is better (:data:`METRICS`). :func:`targets`
 generator targets (:data:`TARGETS`: privacy at least the test split's, fidelity within an allowance of the floor),
 and every report says which it misses. A sample that is empty, or has no valid row,
 scores the worst value on every metric; a metric a small sample cannot compute (NaN where the floor has a value)
-scores the worst value too. :func:`fidelity_table` gives one row per metric, :func:`evaluate` everything for the
-report of :mod:`synth.render` (imported only when ``out_dir`` is given; it never imports this module).
+scores the worst value too.
 
-Import direction: ``metrics``, ``validity``, ``privacy``, ``replay``, ``bootstrap`` <- ``fidelity`` <- ``report``
-(the CLI) -> ``render``; ``fidelity`` -> ``render`` lazily. No cycle.
+**The API.** :func:`prepare` computes the references of a train and test split once (the floor and the bootstrap,
+the expensive part), :func:`score` scores one raw sample against them, and :func:`make_table` lays any number of
+scored samples out as one row per metric; the study and the benchmark use these three. :func:`evaluate` runs them
+for one sample and adds everything the report of :mod:`synth.report_writer` draws (imported only when ``out_dir``
+is given; it never imports this module).
+
+Import direction: ``distances``, ``validity``, ``privacy``, ``replay``, ``bootstrap`` <- ``fidelity`` <- ``report``
+(the CLI) -> ``report_writer``; ``fidelity`` -> ``report_writer`` lazily. No cycle.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +50,7 @@ from hpcgym import machines
 from hpcgym import traces as tracelib
 from hpcgym.machines import Machine
 from synth import bootstrap, validity
-from synth.metrics import (  # noqa: F401  (re-exported: the public names of the v1 module)
+from synth.distances import (  # noqa: F401  (re-exported: the public names of the v1 module)
     C2ST_ROWS,
     CORRELATION_COLUMNS,
     MENU_SIZE,
@@ -126,21 +130,6 @@ SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals"
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
-def halves(jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The chronological first and second half of a job table (attrs kept, submit times unchanged).
-
-    Args:
-        jobs: a canonical job table, sorted by submit time.
-
-    Returns:
-        ``(first, second)``; the first gets the extra job when the count is odd.
-    """
-    cut = (len(jobs) + 1) // 2
-    first, second = jobs.iloc[:cut].reset_index(drop=True), jobs.iloc[cut:].reset_index(drop=True)
-    first.attrs, second.attrs = dict(jobs.attrs), dict(jobs.attrs)
-    return first, second
-
-
 def worst(metric: str) -> float:
     """The worst value of a metric (what an empty or all-invalid sample scores).
 
@@ -195,7 +184,7 @@ def compare(reference: pd.DataFrame, candidate: pd.DataFrame, machine: Machine, 
         bar: a tqdm bar to advance once per section.
 
     Returns:
-        Section name -> its result (see the functions of :mod:`synth.metrics` and :func:`synth.replay.scheduling`);
+        Section name -> its result (see the functions of :mod:`synth.distances` and :func:`synth.replay.scheduling`);
         an empty dict when the candidate has fewer than :data:`MIN_ROWS` rows (nothing is computed).
     """
     if len(candidate) < MIN_ROWS:
@@ -415,34 +404,6 @@ def make_table(refs: References, candidates: dict[str, dict[str, Any]]) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def _fallback_test(real_train: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    warnings.warn("fidelity_table without a holdout: the second half of real_train stands in for the test split "
-                  "(the model saw it, so the scores flatter it); pass holdout=test", stacklevel=3)
-    return halves(real_train)
-
-
-def fidelity_table(real_train: pd.DataFrame, synthetic: pd.DataFrame, machine: Machine | str | None = None,
-                   seed: int = 0, holdout: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per metric: floor (train vs test), bootstrap of train vs test, synthetic vs test.
-
-    Columns :data:`TABLE_COLUMNS`; see :data:`METRICS` for the rows, their direction (``better``) and worst values.
-
-    Args:
-        real_train: the real rows the synthesizer learned from (chronological train split).
-        synthetic: the synthetic job table, raw (validity is scored before anything is dropped).
-        machine: the real machine; default ``real_train.attrs["machine"]``.
-        seed: seed of the bootstrap and every subsample and classifier.
-        holdout: the test split, the reference. Without it the second half of ``real_train`` stands in (with a
-            warning: the model saw those rows).
-
-    Returns:
-        The table.
-    """
-    train, test = (real_train, holdout) if holdout is not None else _fallback_test(real_train)
-    refs = prepare(train, test, machine, seed)
-    return make_table(refs, {"synthetic": score(refs, synthetic)})[list(TABLE_COLUMNS)]
-
-
 def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | None, out_dir: str | Path | None = None,
              seed: int = 0, progress: bool = False, source: str | None = None,
              refs: References | None = None) -> dict[str, Any]:
@@ -454,7 +415,7 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | None, out_dir: s
     Args:
         real: the whole real trace (a canonical job table with ``attrs["machine"]``).
         synthetic_jobs: the synthetic job table as generated (may be empty or invalid; it is scored, not raised).
-        out_dir: if given, write ``report.md`` and the PNG plots there (:func:`synth.render.write_report`).
+        out_dir: if given, write ``report.md`` and the PNG plots there (:func:`synth.report_writer.write_report`).
         seed: seed of the bootstrap, every subsample and classifier.
         progress: show a progress bar (tqdm, on stderr) over the sections.
         source: how the synthetic trace was made, for the report's header.
@@ -462,7 +423,7 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | None, out_dir: s
             several samples against one trace without recomputing the floor and the bootstrap).
 
     Returns:
-        ``table`` (:func:`fidelity_table`'s columns), ``floor``/``bootstrap``/``synthetic`` (each with
+        ``table`` (:data:`TABLE_COLUMNS`), ``floor``/``bootstrap``/``synthetic`` (each with
         ``sections``, ``validity``, ``privacy``, ``values``), ``targets`` (:func:`targets`), ``timing`` (seconds
         per synthetic section, ``references`` and ``total``), ``meta`` (sizes, names, seed), ``tables`` (training
         views for the plots) and ``report`` (the path of ``report.md``, or ``None``).
@@ -497,10 +458,10 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | None, out_dir: s
     out["tables"] = {"test": training(test), "train": training(train),
                      "bootstrap": training(refs.bootstrap["clean"]), "synthetic": training(synth["clean"])}
     if out_dir is not None:
-        from synth import render
+        from synth import report_writer
 
         bar.set_postfix_str("writing the report")
-        out["report"] = render.write_report(out, out_dir)
+        out["report"] = report_writer.write_report(out, out_dir)
         bar.update(1)
     bar.close()
     return out

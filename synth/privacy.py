@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from synth.base import require
-from synth.metrics import log_numeric, subsample, training
+from synth.distances import log_numeric, subsample, training
 
 DCR_ROWS = 2000
 COPY_KEY = ["nodes", "run", "walltime"]

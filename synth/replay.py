@@ -25,7 +25,7 @@ from hpcgym import jobs as jobtable
 from hpcgym import machines, metrics
 from hpcgym import traces as tracelib
 from hpcgym.machines import Machine
-from synth.metrics import ks_statistic
+from synth.distances import ks_statistic
 
 WINDOW = 2048
 N_WINDOWS = 8

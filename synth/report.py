@@ -8,8 +8,8 @@ Command line::
 the reference, the **train split** the noise floor and the source of the bootstrap baseline (and what a model named
 by ``--synthetic`` is fitted on). ``--synthetic`` is a trace file (SWF/CSV), a directory written by
 :meth:`synth.base.Synthesizer.save`, or a name from :data:`synth.MODELS`. By default as many synthetic jobs as the
-test split holds are compared. The metrics are computed by :mod:`synth.fidelity` and drawn by :mod:`synth.render`;
-this module only wires them to the command line. Files are written atomically.
+test split holds are compared. The metrics are computed by :mod:`synth.fidelity` and drawn by
+:mod:`synth.report_writer`; this module only wires them to the command line. Files are written atomically.
 """
 
 from __future__ import annotations
@@ -23,48 +23,8 @@ import pandas as pd
 
 from hpcgym import cli, machines
 from hpcgym import traces as tracelib
-from synth import fidelity, render
-
-
-# ---- command line --------------------------------------------------------------------------------------------
-def head(table: pd.DataFrame, n: int) -> pd.DataFrame:
-    """The first ``n`` jobs of a table, ``attrs`` kept; the reader's drop counts are scaled to the share kept.
-
-    ``attrs["invalid"]`` counts the jobs the reader dropped from the whole file; cut to ``n`` of its jobs, the
-    table is credited with ``n / len(table)`` of them (rounded), so the validity floor stays a share of the jobs
-    actually used.
-
-    Args:
-        table: canonical job table.
-        n: jobs to keep.
-
-    Returns:
-        The table itself when it has at most ``n`` jobs, else its first ``n`` jobs.
-    """
-    return _part(table, n, slice(None, n))
-
-
-def tail(table: pd.DataFrame, n: int) -> pd.DataFrame:
-    """The last ``n`` jobs of a table (submit times unchanged), as :func:`head` keeps the first.
-
-    Args:
-        table: canonical job table.
-        n: jobs to keep; 0 keeps all of them.
-
-    Returns:
-        The table itself when ``n`` is 0 or it has at most ``n`` jobs, else its last ``n`` jobs.
-    """
-    return _part(table, n, slice(-n, None)) if n else table
-
-
-def _part(table: pd.DataFrame, n: int, rows: slice) -> pd.DataFrame:
-    if n >= len(table):
-        return table
-    attrs = dict(table.attrs)
-    attrs["invalid"] = {k: int(round(v * n / len(table))) for k, v in dict(attrs.get("invalid") or {}).items()}
-    out = table.iloc[rows].reset_index(drop=True)
-    out.attrs = attrs
-    return out
+from hpcgym.traces.split import head
+from synth import fidelity, report_writer
 
 
 def load_real(spec: str, jobs: int | None = None, **read: Any) -> pd.DataFrame:
@@ -172,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         raise ValueError(str(exc)) from None
     results = fidelity.evaluate(real, synthetic, seed=args.seed, progress=True, source=source)
-    results["report"] = render.write_report(results, args.out)
+    results["report"] = report_writer.write_report(results, args.out)
     print(results["report"])  # noqa: T201
     return 0
 

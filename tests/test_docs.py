@@ -45,7 +45,8 @@ def _text(page: Path) -> str:
 
 
 def test_site_builds_strict_and_every_page_is_there(site: Path) -> None:
-    for page in ("index", "protocol/index", "definitions/index", "simulation/index", "cli/index", "results/index",
+    for page in ("index", "protocol/index", "definitions/index", "simulation/index", "cli/index", "architecture/index",
+                 "results/index",
                  "benchmarks/index", "api/env/index", "api/sim/index", "api/data/index", "api/synth/index",
                  "api/agents/index"):
         assert (site / f"{page}.html").is_file(), f"{page}.html is missing from the built site"

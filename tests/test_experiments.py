@@ -51,9 +51,9 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert warm["chosen"] in ("untrained", "cloned") and 0 <= warm["clone_accuracy_validation"] <= 1
     scale = json.loads((run_dir / "scales.json").read_text())["time_scale"]
     assert args["time_scale"] == 0 and scale > 0  # the flag as given; the training environment's scale beside it
-    from experiments.evaluate import run_agents
+    from experiments.runs import RunFolder
 
-    assert {a.time_scale for a in run_agents(run_dir).values()} == {scale}  # evaluation reuses it
+    assert {a.time_scale for a in RunFolder(run_dir).agents().values()} == {scale}  # evaluation reuses it
     ev = run([sys.executable, "-m", "experiments.evaluate", "--model", str(run_dir), "--trace", "lublin-256",
               "--windows", "2", "--length", "128", "--out", str(tmp_path / "ev")]).stdout
     assert "lublin-256-synthetic-ppo-s0" in ev
@@ -144,7 +144,7 @@ def test_notebook_executes_on_saved_results(tmp_path):
 
     from experiments import evaluate
 
-    per_window, per_job = evaluate.evaluate("lublin-256", {}, windows=3, length=128, seed=0, progress=False)
+    per_window, per_job = evaluate.evaluate_on_test("lublin-256", {}, windows=3, length=128, seed=0, progress=False)
     evaluate.write_csv(per_window, tmp_path / "per_window.csv")
     evaluate.write_csv(per_job, tmp_path / "per_job.csv")
     nb = nbformat.read(REPO / "experiments" / "notebooks" / "compare_slowdown.ipynb", as_version=4)
@@ -221,17 +221,17 @@ class _CountingModel:
 
 
 def test_sample_pool_samples_once_and_is_seeded():
-    from experiments import train
+    from hpcgym.workload import PooledSampler
 
     model = _CountingModel()
-    pool = train.PooledSampler(model, 3000, seed=7)
+    pool = PooledSampler(model, 3000, seed=7)
     windows = [pool.sample(256, seed=s) for s in range(20)]
     assert model.calls == 1 and len(pool.pool) == 3000
     assert all(len(w) == 256 and w["submit"].iat[0] == 0 for w in windows)
     assert len({int(w.attrs["window_start"]) for w in windows}) > 1  # different seeds, different windows
-    again = train.PooledSampler(_CountingModel(), 3000, seed=7)
+    again = PooledSampler(_CountingModel(), 3000, seed=7)
     pd.testing.assert_frame_equal(again.sample(256, seed=3), windows[3])
-    other = train.PooledSampler(_CountingModel(), 3000, seed=8)
+    other = PooledSampler(_CountingModel(), 3000, seed=8)
     assert not other.pool["job_id"].equals(pool.pool["job_id"])
 
 

@@ -17,6 +17,7 @@ import scipy.stats
 import sklearn  # noqa: F401  (the C2ST and DCR need it: installed by the [dev] and [synth] extras)
 
 from hpcgym import traces
+from hpcgym.traces.split import halves
 from synth import fidelity
 from synth.lublin import LublinModel
 
@@ -78,7 +79,7 @@ def test_arrival_stats_of_poisson_and_daily_cycle(theta_train):
 
 # ---- noise floor ---------------------------------------------------------------------------------------------
 def test_noise_floor_of_theta_is_small(theta_train):
-    first, second = fidelity.halves(theta_train)
+    first, second = halves(theta_train)
     assert abs(len(first) - len(second)) <= 1 and len(first) + len(second) == len(theta_train)
     floor = fidelity.marginals(first, second)
     assert (floor["ks"] < 0.15).all(), floor
@@ -89,7 +90,7 @@ def test_noise_floor_of_theta_is_small(theta_train):
 # ---- wrong traces are flagged --------------------------------------------------------------------------------
 def test_lublin_on_theta_is_flagged(theta_train):
     lublin = LublinModel(4392).sample(5000, seed=0)
-    first, second = fidelity.halves(theta_train)
+    first, second = halves(theta_train)
     floor = fidelity.c2st(first, second, max_rows=2000)["auc"]
     auc = fidelity.c2st(theta_train, lublin, max_rows=2000)["auc"]
     assert auc > 0.9 and auc > floor + 0.1
@@ -105,7 +106,7 @@ def test_shuffled_interarrivals_lose_their_autocorrelation(theta_train):
     assert real["lag1_acf"] > 0.3
     assert abs(shuffled["lag1_acf"]) < 0.05
     assert shuffled["cv"] == pytest.approx(real["cv"])  # same gaps, so the same CV: only the order changed
-    first, second = fidelity.halves(theta_train)
+    first, second = halves(theta_train)
     floor = abs(fidelity.arrival_stats(first)["lag1_acf"] - fidelity.arrival_stats(second)["lag1_acf"])
     assert abs(shuffled["lag1_acf"] - real["lag1_acf"]) > 3 * floor
 
@@ -127,20 +128,23 @@ def test_fidelity_table_rows_and_columns():
     real.attrs = dict(traces.load("lublin-256").attrs)
     train, test = traces.split(real, "train"), traces.split(real, "test")
     synthetic = LublinModel(256).sample(len(test), seed=3)
-    table = fidelity.fidelity_table(train, synthetic, seed=0, holdout=test)
+    refs = fidelity.prepare(train, test, seed=0)
+    table = fidelity.make_table(refs, {"synthetic": fidelity.score(refs, synthetic)})
     assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
     assert list(table["metric"]) == list(fidelity.METRICS)
     assert set(table["better"]) == {"lower", "higher"}
     numeric = table.drop(index=table.index[table["metric"] == "SDMetrics quality score"])
     assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
-    with pytest.warns(UserWarning, match="holdout"):  # without a test split the second half of train stands in
-        without_holdout = fidelity.fidelity_table(train, synthetic, real.attrs["machine"])
-    assert list(without_holdout["metric"]) == list(fidelity.METRICS)
+    two = fidelity.make_table(refs, {"a": fidelity.score(refs, synthetic), "b": fidelity.score(refs, None)})
+    assert list(two.columns) == ["metric", "section", "better", "target", "floor", "bootstrap", "a", "b", "test",
+                                 "note"]
+    pd.testing.assert_series_equal(two["a"], table["synthetic"], check_names=False)
+    assert (two["b"] == [fidelity.worst(m) for m in fidelity.METRICS]).all()  # no sample: the worst everywhere
 
 
 def test_missing_sdmetrics_is_reported_not_raised(monkeypatch, theta_train):
     monkeypatch.setitem(sys.modules, "sdmetrics", None)  # makes `import sdmetrics` raise ImportError
-    first, second = fidelity.halves(theta_train.iloc[:400])
+    first, second = halves(theta_train.iloc[:400])
     result = fidelity.sdmetrics_quality(first, second)
     assert result["status"] == "not installed" and np.isnan(result["score"])
 

@@ -1,4 +1,5 @@
-"""The layout's rules, checked on the source: hpcgym imports nothing upstream, and imports never form a cycle."""
+"""The layout's rules, checked on the source: imports run down the layers of docs/architecture.md (hpcgym imports
+nothing upstream), never form a cycle, and that page names every module that exists and none that does not."""
 
 from __future__ import annotations
 
@@ -60,6 +61,53 @@ def test_hpcgym_imports_nothing_upstream():
     bad = {m: sorted(t for t in targets if t.split(".")[0] in UPSTREAM)
            for m, targets in GRAPH.items() if m.split(".")[0] == "hpcgym"}
     assert not {m: t for m, t in bad.items() if t}
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _layers(text: str) -> list[set[str]]:
+    """The packages of each layer of the architecture page, top layer first."""
+    block = re.search(r"<!-- layers[^>]*-->\s*```text\n(.*?)```\s*<!-- /layers -->", text, re.S)
+    assert block, "docs/architecture.md has no <!-- layers --> block"
+    return [set(line.split()) for line in block.group(1).splitlines() if line.strip()]
+
+
+def _against_layers(graph: dict[str, set[str]], layers: list[set[str]]) -> list[str]:
+    """Every import from one package into another that is not on a lower layer."""
+    level = {pkg: i for i, layer in enumerate(layers) for pkg in layer}
+    bad = []
+    for source, targets in graph.items():
+        for target in targets:
+            a, b = source.split(".")[0], target.split(".")[0]
+            if a != b and level[b] <= level[a]:
+                bad.append(f"{source} imports {target}")
+    return sorted(bad)
+
+
+def test_imports_run_down_the_layers_of_the_architecture_page():
+    layers = _layers(ARCHITECTURE.read_text())
+    named = [pkg for layer in layers for pkg in layer]
+    assert sorted(named) == sorted(PACKAGES), "each package stands on exactly one layer of docs/architecture.md"
+    assert _against_layers(GRAPH, layers) == []
+
+
+def test_the_layer_check_can_fail():
+    layers = [{"top"}, {"left", "right"}, {"base"}]
+    graph = {"top.a": {"left.b", "base.c"}, "left.b": {"right.d", "base.c"}, "base.c": {"top.a"}, "right.d": set()}
+    assert _against_layers(graph, layers) == ["base.c imports top.a", "left.b imports right.d"]
+
+
+def test_the_architecture_page_names_every_module_and_only_those():
+    text = ARCHITECTURE.read_text()
+    packages = "|".join(PACKAGES)
+    named = set(re.findall(rf"`((?:{packages})/[\w/]*?(?:\.py|/))`", text))
+    assert [n for n in sorted(named) if not (ROOT / n).exists()] == [], "the page names modules that do not exist"
+    present = {str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).glob("*.py")
+               if p.name not in ("__init__.py", "__main__.py")}
+    present |= {f"{p.relative_to(ROOT)}/" for pkg in PACKAGES for p in (ROOT / pkg).iterdir()
+                if (p / "__init__.py").exists()}
+    assert sorted(present - named) == [], "docs/architecture.md should say what these modules own"
 
 
 def test_hpcgym_names_no_upstream_module_in_strings():

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - a broken setup
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results") / "lublin-run" / "eval"
-    per_window, per_job = evaluate.evaluate("lublin-256", {}, windows=3, length=128, seed=0, progress=False)
+    per_window, per_job = evaluate.evaluate_on_test("lublin-256", {}, windows=3, length=128, seed=0, progress=False)
     evaluate.write_results(out, per_window, per_job, evaluate.describe("lublin-256", 3, 128, 0))
     return out
 

@@ -12,9 +12,9 @@ import sklearn  # noqa: F401  (the C2ST and DCR need it)
 
 from hpcgym import jobs as jobtable
 from hpcgym import traces
-from synth import bootstrap, fidelity, render, validity
+from hpcgym.traces.split import head
+from synth import bootstrap, fidelity, report_writer, validity
 from synth.lublin import LublinModel
-from synth.report import head
 
 N_JOBS = 6000  # SDSC-SP2's first 6,000 jobs: train 4,200, test 1,800; users return, the workload drifts
 
@@ -58,7 +58,7 @@ def test_report_has_bootstrap_privacy_validity_and_directions(result):
     assert 0.05 < _values(result, "floor")["dropped share"] < 0.15
     numeric = table[table["section"] != "sdmetrics"]
     assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
-    text = render.render_markdown(result)
+    text = report_writer.render_markdown(result)
     for needle in ("bootstrap of train", "## 6. Validity", "## 9. Privacy", "| better |", "test split (floor)",
                    "95% bootstrap CI", "**Whole trace**"):
         assert needle in text, needle
@@ -133,7 +133,7 @@ def test_empty_or_invalid_sample_scores_worst(kind, real, splits, refs):
         floor = _values(out, "floor")[m]
         if not math.isnan(floor):
             assert not fidelity.beats(worst, floor, better), m
-    render.render_markdown(out)  # draws a missing candidate without raising
+    report_writer.render_markdown(out)  # draws a missing candidate without raising
 
 
 def test_targets_are_judged_and_reported(result, refs):
@@ -144,7 +144,7 @@ def test_targets_are_judged_and_reported(result, refs):
     # Lublin draws no user ids (met) and separates easily from the test split (C2ST far above the floor: missed)
     assert by.at["user-id reuse share", "met"] and not by.at["C2ST ROC AUC", "met"]
     assert by.at["C2ST ROC AUC", "bar"] == f"<= {refs.floor['values']['C2ST ROC AUC'] + 0.02:.3f}"
-    text = render.render_markdown(result)
+    text = report_writer.render_markdown(result)
     assert "## Targets" in text and "**missed**" in text and "classifier AUC within 0.02" in text
     # the test split itself meets every privacy target (it is their bar) and a copy of train misses them
     test_values = dict(refs.floor["values"]) | {"user-id reuse share": 0.0, "group-id reuse share": 0.0}

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import study, study_report
+from experiments.runs import RunFolder
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -77,7 +78,7 @@ def test_second_run_skips_everything_and_a_lost_evaluation_is_redone(quick):
     assert "[fidelity] 0 to do" in stdout and "in the cache" in stdout
     assert {p: p.stat().st_mtime_ns for p in models} == before
     # what a kill during the evaluation leaves: the run is trained, its evaluation is not recorded
-    marker = out / "runs" / "tvae-s1" / study.RUN_MARKER
+    marker = RunFolder(out / "runs" / "tvae-s1").study_record
     record = json.loads(marker.read_text())
     marker.write_text(json.dumps({"train_s": record["train_s"]}))
     stdout = run(study_cmd(out)).stdout
@@ -92,7 +93,7 @@ def test_interrupted_run_resumes_and_other_settings_are_refused(quick, tmp_path)
     import shutil
 
     shutil.copytree(out, copy)
-    (copy / "runs" / "real-s0" / study.RUN_MARKER).unlink()  # killed during training
+    RunFolder(copy / "runs" / "real-s0").study_record.unlink()  # killed during training
     stdout = run(study_cmd(copy, "--sources", "real", "--cache", str(out.parent / "synth-cache"))).stdout
     assert "real-s0: continuing an interrupted run" in stdout and "[train] 1 to do" in stdout
     done = subprocess.run(study_cmd(copy, "--sources", "real", "--timesteps", "300"), capture_output=True,
@@ -168,12 +169,13 @@ def test_help_documents_every_flag():
 
 def test_fit_key_depends_on_table_model_settings_and_seed():
     from hpcgym import traces
+    from synth.base import fit_key
 
     table = traces.split(traces.load("lublin-256"), "train").iloc[:500]
-    key = study.fit_key(table, "ctgan", {"epochs": 1}, 0)
-    assert key == study.fit_key(table.copy(), "ctgan", {"epochs": 1}, 0)
-    others = {study.fit_key(table.iloc[:400], "ctgan", {"epochs": 1}, 0), study.fit_key(table, "tvae", {"epochs": 1},
-              0), study.fit_key(table, "ctgan", {"epochs": 2}, 0), study.fit_key(table, "ctgan", {"epochs": 1}, 1)}
+    key = fit_key(table, "ctgan", {"epochs": 1}, 0)
+    assert key == fit_key(table.copy(), "ctgan", {"epochs": 1}, 0)
+    others = {fit_key(table.iloc[:400], "ctgan", {"epochs": 1}, 0), fit_key(table, "tvae", {"epochs": 1},
+              0), fit_key(table, "ctgan", {"epochs": 2}, 0), fit_key(table, "ctgan", {"epochs": 1}, 1)}
     assert key not in others and len(others) == 4
 
 

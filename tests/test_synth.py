@@ -97,8 +97,7 @@ def test_a_model_saved_by_older_modelling_code_is_fitted_again(tmp_path, arrival
     import hashlib
     import json
 
-    from experiments import study
-    from synth.base import table_hash
+    from synth.base import fit_key, table_hash
 
     arrivals_model.save(tmp_path / "m")
     manifest = tmp_path / "m" / "manifest.json"
@@ -107,10 +106,10 @@ def test_a_model_saved_by_older_modelling_code_is_fitted_again(tmp_path, arrival
     data["revision"] = 2  # as saved before the request mix was calibrated
     manifest.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="revision 2 .* this is revision 3; fit it again"):
-        Synthesizer.load(tmp_path / "m")  # experiments.train's fit cache catches this and fits again
+        Synthesizer.load(tmp_path / "m")  # the fit cache (synth.cache.FitCache) catches this and fits again
     table = arrivals_model.sample(200, seed=0)
-    # the study's fit cache keys a revised model anew, and keeps the keys of first-revision models
-    key_arrivals, key_lublin = study.fit_key(table, "arrivals", {}, 0), study.fit_key(table, "lublin", {}, 0)
+    # the fit cache keys a revised model anew, and keeps the keys of first-revision models
+    key_arrivals, key_lublin = fit_key(table, "arrivals", {}, 0), fit_key(table, "lublin", {}, 0)
     plain = json.dumps({"table": table_hash(table), "model": "lublin", "params": {}, "seed": 0}, sort_keys=True)
     assert key_lublin == hashlib.sha256(plain.encode()).hexdigest()[:16]
     plain = json.dumps({"table": table_hash(table), "model": "arrivals", "params": {}, "seed": 0}, sort_keys=True)

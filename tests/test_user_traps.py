@@ -46,7 +46,7 @@ def test_simulate_takes_a_policy_name():
 def test_evaluation_footnotes_identical_rows_and_the_monitor_is_json(tmp_path):
     from experiments import evaluate
 
-    per_window, per_job = evaluate.evaluate("theta", {}, windows=2, length=256, seed=0, progress=False)
+    per_window, per_job = evaluate.evaluate_on_test("theta", {}, windows=2, length=256, seed=0, progress=False)
     table = evaluate.write_results(tmp_path, per_window, per_job, "measured")
     notes = evaluate.identical_rows(per_window)
     assert any(n.startswith("f1+none and f1+easy are identical") for n in notes)

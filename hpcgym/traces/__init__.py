@@ -1,4 +1,4 @@
-"""Job traces: readers (SWF, ALCF and LANL CSVs, generic CSV tables), the bundled real traces, train/test splits.
+"""Job traces: readers (SWF, ALCF and LANL CSVs, CSV tables, Slurm and PBS accounting), bundled traces, splits.
 
 >>> from hpcgym import traces
 >>> jobs = traces.load("sdsc-sp2")
@@ -21,16 +21,20 @@ from hpcgym import errors, machines
 from hpcgym.errors import TraceFormatError, UnknownNameError
 from hpcgym.jobs import OnInvalid
 from hpcgym.machines import Machine
-from hpcgym.traces import alcf, mustang
+from hpcgym.traces import alcf, mustang, pbs, slurm
+from hpcgym.traces._accounting import first_line
 from hpcgym.traces._io import csv_header
 from hpcgym.traces.alcf import read_alcf
 from hpcgym.traces.csvtable import identity_mapping, missing_keys, read_csv_table, unsupported_layout
 from hpcgym.traces.mustang import read_mustang
+from hpcgym.traces.pbs import read_pbs
+from hpcgym.traces.slurm import read_slurm
 from hpcgym.traces.split import split, window, window_starts
 from hpcgym.traces.swf import read_header, read_swf, write_swf
 
 __all__ = ["BUNDLED", "FORMATS", "TraceInfo", "load", "read", "path_of", "split", "window", "window_starts",
-           "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_header", "detect_format"]
+           "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm", "read_pbs",
+           "read_header", "detect_format"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _PWA = "Parallel Workloads Archive (Feitelson, Tsafrir, Krakov, JPDC 74(10), 2014)"
@@ -68,9 +72,9 @@ BUNDLED: dict[str, TraceInfo] = {
                                  "LANL Mustang, the week from 2012-12-13"),
 }
 _ALIASES = {"sdsc_sp2": "sdsc-sp2", "lublin256": "lublin-256", "lublin": "lublin-256"}
-_READERS = {"swf": read_swf, "alcf": read_alcf, "mustang": read_mustang}
+_READERS = {"swf": read_swf, "alcf": read_alcf, "mustang": read_mustang, "slurm": read_slurm, "pbs": read_pbs}
 #: The formats :func:`read` knows.
-FORMATS = ("swf", "alcf", "mustang", "csv")
+FORMATS = ("swf", "alcf", "mustang", "csv", "slurm", "pbs")
 
 
 def _key(name: str) -> str:
@@ -101,7 +105,11 @@ def load(name: str, on_invalid: OnInvalid = "drop") -> pd.DataFrame:
 
 
 def detect_format(path: str | Path, columns: object = None) -> str:
-    """Guess a file's format: ``swf`` from its name, else from a CSV's header (``alcf``, ``mustang`` or ``csv``).
+    """Guess a file's format from its name, its first line, or its CSV header.
+
+    ``.swf`` in the name is ``swf``, ``.sacct`` is ``slurm``. Else the first line decides: a ``sacct --parsable2``
+    header is ``slurm``, a PBS accounting record ``pbs`` (also for a directory of such files). Else a CSV's header
+    does: ``alcf``, ``mustang`` or ``csv``.
 
     With a column mapping, a non-SWF file is ``csv``. A CSV whose header fits no known layout raises
     :class:`~hpcgym.errors.TraceFormatError` ("unsupported layout"), which says to map its columns with ``columns=``.
@@ -109,8 +117,16 @@ def detect_format(path: str | Path, columns: object = None) -> str:
     name = Path(path).name.lower()
     if ".swf" in name:
         return "swf"
+    if ".sacct" in name:
+        return "slurm"
     if columns is not None:
         return "csv"
+    line = first_line(path)
+    for fmt, module in (("slurm", slurm), ("pbs", pbs)):
+        if module.looks_like(line):
+            return fmt
+    if Path(path).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
     if not name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
         raise ValueError(f"cannot tell the format of {path}; pass format= one of {', '.join(FORMATS)} (--format)")
     header = csv_header(path)
@@ -133,11 +149,11 @@ def read(
     """Read a trace file, or a bundled trace when ``path`` is one of its names.
 
     Args:
-        path: the file, or a bundled name (:data:`BUNDLED`).
+        path: the file (for PBS logs, also a directory of them), or a bundled name (:data:`BUNDLED`).
         format: one of :data:`FORMATS`; default: :func:`detect_format`.
         machine: a catalog name, a ``NODES[xCORES]`` spec (:func:`hpcgym.machines.parse`) or a :class:`Machine`;
-            default: the SWF header's, or the format's machine (Theta for ALCF, Mustang for LANL). A generic CSV
-            needs one.
+            default: the SWF header's, the largest node count of a Slurm or PBS log's jobs, or the format's machine
+            (Theta for ALCF, Mustang for LANL). A generic CSV needs one.
         on_invalid: ``"drop"`` or ``"error"``, as in :func:`hpcgym.jobs.apply_invalid_policy`.
         columns: for ``format="csv"``, canonical name -> column (a dict or ``"k=v,k=v"``); see
             :mod:`hpcgym.traces.csvtable`.
@@ -163,15 +179,15 @@ def read(
         if not any(sep in text for sep in "/\\.") and not Path(path).suffix:
             _key(text)  # a misspelled bundled name: raises with the closest ones
         raise FileNotFoundError(errno.ENOENT, "no such trace file (nor a bundled trace name)", text)
-    if Path(path).is_dir():
-        raise IsADirectoryError(errno.EISDIR, "a trace must be a file, not a directory", str(path))
     fmt = format or detect_format(path, columns)
+    if Path(path).is_dir() and fmt != "pbs":
+        raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
     if columns is not None and fmt != "csv":
         raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
     if fmt == "csv":
         return read_csv_table(path, columns, machine=mach, on_invalid=on_invalid)
-    if fmt == "swf":
-        return read_swf(path, machine=mach, on_invalid=on_invalid)
+    if fmt in ("swf", "slurm", "pbs"):  # their machine comes from the file when none is given
+        return _READERS[fmt](path, machine=mach, on_invalid=on_invalid)
     return _READERS[fmt](path, machine=mach or _default_machine(path, fmt), on_invalid=on_invalid)
 
 

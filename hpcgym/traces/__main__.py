@@ -1,8 +1,10 @@
-"""Command line: ``python -m hpcgym.traces info <file-or-name>`` and ``python -m hpcgym.traces list``.
+"""Command line: ``python -m hpcgym.traces info|convert <file-or-name>`` and ``python -m hpcgym.traces list``.
 
 Examples::
 
     python -m hpcgym.traces info sdsc-sp2
+    python -m hpcgym.traces info my.sacct --format slurm
+    python -m hpcgym.traces convert my.sacct --format slurm --out my.swf    # users and groups anonymised
     python -m hpcgym.traces info jobs.csv --machine 120x2 --columns interarrival=interval,run=run_time,nodes=node_num
     python -m hpcgym.traces info CEA-Curie-2011-2.1-cln.swf.gz --machine 5544x16
 """
@@ -10,6 +12,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -19,6 +22,7 @@ import pandas as pd
 from hpcgym import cli, machines, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.jobs import offered_load
+from hpcgym.traces.convert import convert
 
 
 def summary(df: pd.DataFrame) -> dict[str, object]:
@@ -48,7 +52,13 @@ def summary(df: pd.DataFrame) -> dict[str, object]:
 
 
 def _machine_note(df: pd.DataFrame, mach: machines.Machine) -> dict[str, object]:
-    """A "machine note" line when the SWF header's node sizes are mixed and the header's machine was used."""
+    """A "machine note" line when the reader sized the machine from the jobs, or mixed SWF node sizes were mapped.
+
+    The first is a Slurm or PBS log read without ``--machine``; the second, an SWF header's machine whose
+    ``MaxProcs`` is not a multiple of ``MaxNodes``.
+    """
+    if df.attrs.get("machine_note"):
+        return {"machine note": df.attrs["machine_note"]}
     note = machines.mixed_node_note(df.attrs.get("header"))
     return {"machine note": note} if note and mach.source == "SWF header" else {}
 
@@ -59,11 +69,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="summarize a trace file or a bundled trace name")
-    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV, any CSV with --columns) or a bundled name "
-                      "such as 'theta'")
+    info.add_argument("trace", help="a path (SWF, ALCF CSV, Mustang CSV, any CSV with --columns, sacct output, a PBS "
+                      "log or a directory of them) or a bundled name such as 'theta'")
     cli.add_trace_args(info)
+    conv = sub.add_parser("convert", help="write a trace (Slurm, PBS, CSV, SWF) as SWF, users and groups anonymised")
+    conv.add_argument("trace", help="a path (a sacct file, a PBS log or a directory of them, a CSV, an SWF file) or a "
+                      "bundled name")
+    conv.add_argument("--out", required=True, help="the SWF file to write (.swf, or .swf.gz to gzip it)")
+    conv.add_argument("--keep-ids", action="store_true", help="keep user and group ids as read (default: renumber "
+                      "them 1, 2, ... in order of first appearance, so that the file can be shared)")
+    cli.add_trace_args(conv)
     sub.add_parser("list", help="list the bundled traces")
     args = parser.parse_args(argv)
+    if args.command == "convert":
+        return _convert(args)
     if args.command == "list":
         for name, t in traces.BUNDLED.items():
             print(f"{name:16} {t.machine:11} {t.description}  [{t.citation}]")
@@ -73,6 +92,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         df = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
     for key, value in summary(df).items():
         print(f"{key:22} {value}")
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    """``convert``: write the SWF file, then one line for what was written and one per warning of the reader."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = convert(args.trace, args.out, format=args.format, machine=args.machine, columns=args.columns,
+                     anonymize_ids=not args.keep_ids)
+    for w in caught:
+        sys.stderr.write(f"warning: {' '.join(str(w.message).split())}\n")
+    mach = df.attrs["machine"]
+    print(f"wrote {len(df):,} jobs to {args.out} (machine {mach.nodes:,} nodes x {mach.cores_per_node} cores; "
+          f"user and group ids {'kept' if args.keep_ids else 'anonymised'})")
     return 0
 
 

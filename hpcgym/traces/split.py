@@ -1,4 +1,4 @@
-"""Chronological train/test splits and job windows (the protocol: docs/protocol.md)."""
+"""Chronological parts of a job table: train/test splits, windows, the first or last jobs, halves (docs/protocol.md)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,58 @@ def window_starts(n_jobs: int, length: int, count: int, seed: int) -> list[int]:
     if length > n_jobs:
         raise ValueError(f"windows of {length} jobs do not fit in {n_jobs} jobs")
     return [int(s) for s in np.random.default_rng(seed).integers(0, n_jobs - length + 1, size=count)]
+
+
+def head(table: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The first ``n`` jobs of a table, ``attrs`` kept; the reader's drop counts are scaled to the share kept.
+
+    ``attrs["invalid"]`` counts the jobs the reader dropped from the whole file; cut to ``n`` of its jobs, the
+    table is credited with ``n / len(table)`` of them (rounded), so the validity floor stays a share of the jobs
+    actually used.
+
+    Args:
+        table: canonical job table.
+        n: jobs to keep.
+
+    Returns:
+        The table itself when it has at most ``n`` jobs, else its first ``n`` jobs.
+    """
+    return _part(table, n, slice(None, n))
+
+
+def tail(table: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The last ``n`` jobs of a table (submit times unchanged), as :func:`head` keeps the first.
+
+    Args:
+        table: canonical job table.
+        n: jobs to keep; 0 keeps all of them.
+
+    Returns:
+        The table itself when ``n`` is 0 or it has at most ``n`` jobs, else its last ``n`` jobs.
+    """
+    return _part(table, n, slice(-n, None)) if n else table
+
+
+def _part(table: pd.DataFrame, n: int, rows: slice) -> pd.DataFrame:
+    if n >= len(table):
+        return table
+    attrs = dict(table.attrs)
+    attrs["invalid"] = {k: int(round(v * n / len(table))) for k, v in dict(attrs.get("invalid") or {}).items()}
+    out = table.iloc[rows].reset_index(drop=True)
+    out.attrs = attrs
+    return out
+
+
+def halves(jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The chronological first and second half of a job table (attrs kept, submit times unchanged).
+
+    Args:
+        jobs: a canonical job table, sorted by submit time.
+
+    Returns:
+        ``(first, second)``; the first gets the extra job when the count is odd.
+    """
+    cut = (len(jobs) + 1) // 2
+    first, second = jobs.iloc[:cut].reset_index(drop=True), jobs.iloc[cut:].reset_index(drop=True)
+    first.attrs, second.attrs = dict(jobs.attrs), dict(jobs.attrs)
+    return first, second

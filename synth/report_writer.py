@@ -1,4 +1,4 @@
-"""Render a fidelity result (:func:`synth.fidelity.evaluate`) as ``report.md`` plus PNG plots.
+"""The fidelity report's files: a result of :func:`synth.fidelity.evaluate` drawn as ``report.md`` and PNG plots.
 
 This module draws; it computes no metric and imports none of the metric modules, so rendering never feeds back
 into scoring. It reads the result dict only: ``table``, ``floor``/``bootstrap``/``synthetic`` (each with

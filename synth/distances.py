@@ -1,4 +1,4 @@
-"""Distribution metrics: how far one job table is from another (no scheduling, no privacy, no rendering).
+"""Distances between job tables, the fidelity report's distribution metrics (no scheduling, no privacy, no drawing).
 
 Each function compares two canonical job tables, a *reference* and a *candidate*, or summarizes one table:
 

@@ -1,0 +1,106 @@
+"""Command lines from ``Args`` dataclasses: one flag per field, documented by the field's ``help`` metadata.
+
+The experiment scripts read top to bottom from one ``Args`` dataclass each (``experiments.train``,
+``experiments.study``). :func:`parser` turns such a class into its command line: ``--flag-name`` per field, typed by
+the field's annotation (``bool``: a switch; ``list[int]``/``list[str]``: one or more values; ``int``, ``float``,
+``str``), with the default shown. The trace fields of :class:`TraceArgs` get the flags every trace-reading tool
+shares (:func:`hpcgym.cli.add_trace_args`). A field whose metadata has ``remainder`` collects the arguments after
+``--``. :func:`parse` returns the dataclass and the fields given explicitly (presets and resumed runs yield to them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hpcgym import cli
+
+T = TypeVar("T")
+#: the fields whose flags come from :func:`hpcgym.cli.add_trace_args`
+TRACE_FLAGS = ("format", "machine", "columns")
+
+
+def flag(default: Any, text: str, **metadata: Any) -> Any:
+    """A dataclass field that is a command-line flag: its default and its ``text`` (a list default: a copy each)."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": text, **metadata})
+    return field(default=default, metadata={"help": text, **metadata})
+
+
+@dataclass
+class TraceArgs:
+    """The real trace an experiment reads, and how to read it (an ``Args`` dataclass's first fields)."""
+
+    trace: str = flag("theta", "real trace (bundled name or file)")
+    format: str = ""  #: ``--format`` (:func:`hpcgym.cli.add_trace_args`); empty: from the file's name and header
+    machine: str = ""  #: ``--machine`` as text; empty: the trace's own
+    columns: str = ""  #: ``--columns`` as text (for ``--format csv``)
+
+    def read_kwargs(self) -> dict[str, Any]:
+        """How to read the trace (:func:`hpcgym.traces.read`'s ``format``, ``machine``, ``columns``)."""
+        return {name: getattr(self, name) or None for name in TRACE_FLAGS}
+
+    @property
+    def trace_label(self) -> str:
+        """The trace's short name (a path's file name without extensions)."""
+        return Path(self.trace).name.split(".")[0] or "trace"
+
+
+def parser(cls: type, prog: str, description: str | None) -> cli.ArgumentParser:
+    """The command line of the dataclass ``cls`` (see the module docstring).
+
+    Raises:
+        TypeError: :func:`hpcgym.cli.add_trace_args` adds a flag that ``cls`` has no field for.
+    """
+    ap = cli.ArgumentParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for f in dataclasses.fields(cls):
+        if f.name == TRACE_FLAGS[0]:
+            _add_trace_flags(ap, names)
+        elif f.name not in TRACE_FLAGS:
+            _add_flag(ap, f)
+    return ap
+
+
+def _add_trace_flags(ap: argparse.ArgumentParser, names: set[str]) -> None:
+    cli.add_trace_args(ap, as_text=True)
+    probe = argparse.ArgumentParser(add_help=False)
+    cli.add_trace_args(probe, as_text=True)
+    added = set(vars(probe.parse_args([])))
+    if added - names:
+        raise TypeError(f"hpcgym.cli.add_trace_args adds {sorted(added - names)}: give TraceArgs such fields")
+    ap.set_defaults(**{dest: "" for dest in added})  # the dataclass's "unset"
+
+
+def _add_flag(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:
+    flag, helptext, kind = "--" + f.name.replace("_", "-"), f.metadata["help"], str(f.type)
+    if f.metadata.get("remainder"):
+        ap.add_argument(f.name, nargs=argparse.REMAINDER, help=helptext)
+    elif kind == "bool":
+        ap.add_argument(flag, action="store_true", help=helptext)
+    elif kind.startswith("list"):
+        default = f.default_factory()
+        shown = f" (default: {' '.join(map(str, default))})" if default else ""
+        ap.add_argument(flag, type=int if "int" in kind else str, nargs="+", default=default, help=helptext + shown)
+    else:
+        shown = f" (default: {f.default})" if f.default != "" else ""
+        ap.add_argument(flag, type={"int": int, "float": float}.get(kind, str), default=f.default,
+                        help=helptext + shown)
+
+
+def parse(cls: type[T], ap: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[T, set[str]]:
+    """Parse ``argv`` with ``ap`` (from :func:`parser`) into ``cls``; return it and the fields given explicitly."""
+    values = vars(ap.parse_args(argv))
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("remainder"):
+            values[f.name] = [a for a in values[f.name] if a != "--"]
+    probe = copy.deepcopy(ap)
+    unset = object()  # not a str: argparse would type-convert a string default
+    probe.set_defaults(**{f.name: unset for f in dataclasses.fields(cls)})
+    given = {k for k, v in vars(probe.parse_args(argv)).items() if v is not unset}
+    return cls(**values), given
