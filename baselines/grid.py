@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from baselines import priorities
 from hpcgym.machines import Machine
-from hpcgym.sim import simulate
+from hpcgym.sim import PriorityPolicy, simulate
 
 
 def label(policy: str, backfill: str) -> str:
@@ -49,14 +49,14 @@ class Cell:
         return label(self.policy, self.backfill)
 
 
-def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: Sequence[str],
+def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: Sequence[str | PriorityPolicy],
                   backfills: Sequence[str], kill_at_walltime: bool = True, progress: bool = False) -> list[Cell]:
     """Simulate every policy x backfill mode on every window.
 
     Args:
         windows: job tables (each a window, or a whole trace).
         machine: the machine.
-        policies: heuristic names (:func:`baselines.priorities.get`).
+        policies: heuristic names (:func:`baselines.priorities.get`) or policy objects.
         backfills: backfill modes (:data:`hpcgym.sim.BACKFILL_MODES`).
         kill_at_walltime: end jobs at their walltime.
         progress: a progress bar over the grid (shown when it has more than one cell).
@@ -70,5 +70,5 @@ def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: S
         policy = priorities.get(name)
         started = time.process_time()
         records = [simulate(jobs, machine, policy, backfill, kill_at_walltime) for jobs in windows]
-        cells.append(Cell(name, backfill, records, time.process_time() - started))
+        cells.append(Cell(policy.name, backfill, records, time.process_time() - started))
     return cells
