@@ -103,7 +103,7 @@ def finish(sim: Any, job_id: np.ndarray, machine_nodes: int, objective_name: str
     def of(policy: PriorityPolicy) -> float:
         k = keys(policy) if keys is not None else None
         return heuristic_value(policy, k, submit, wall, nodes, hold, machine_nodes, backfill, objective_name,
-                               sim.user)
+                               sim.user_ids)
 
     base = None if baseline is None else of(baseline)
     records = metrics.record_columns(job_id, submit.copy(), start.copy(), hold.copy(), wall.copy(), nodes.copy())

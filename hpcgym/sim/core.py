@@ -21,8 +21,9 @@ import numba as nb
 
 from hpcgym.sim import backfill, conservative
 from hpcgym.sim.backfill import BACKFILL_MODES, CONSERVATIVE, EASY, NONE, RLSCHEDULER, STEP_MODES, Backfill
-from hpcgym.sim.events import next_event, start
+from hpcgym.sim.events import next_event, predict_arrivals, start
 from hpcgym.sim.policy import FCFS, UNICEP, WFP3
+from hpcgym.sim.predict import WALLTIME
 from hpcgym.sim.queue import any_fits, by_scan_order, compact, ordered
 from hpcgym.sim.state import (
     APPEND,
@@ -34,6 +35,7 @@ from hpcgym.sim.state import (
     NEW_HEAD,
     NEXT,
     OPEN,
+    PRED,
     QE,
     QS,
     RN,
@@ -105,17 +107,22 @@ def apply_choice(h, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, 
     compact(sc, q, begin)
 
 
+#: What :func:`_step_choice` returns when the caller must choose.
+ASK = -2
+
+
 @nb.njit(cache=True, inline="always")
-def _needs_decision(mode, sc, q, nodes):  # pragma: no cover - compiled
-    """Step mode: 0 (close the pass), 1 (one job waits: it is the head) or 2 (ask the caller).
+def _step_choice(mode, sc, q, nodes):  # pragma: no cover - compiled
+    """Step mode: :data:`ASK` the caller, or the one waiting job (the head), or -1 after closing the pass.
 
     A pass needs a decision only when at least two jobs wait and one of them fits now (under ``rlscheduler``,
     whose remembered shadow time depends on the head, whenever two wait): otherwise no choice changes what starts.
     """
     waiting = sc[QE] - sc[QS]
     if waiting == 0 or (mode != RLSCHEDULER and not any_fits(sc, q, nodes)):
-        return 0
-    return 1 if waiting == 1 else 2
+        sc[OPEN] = 0
+        return -1
+    return q[sc[QS]] if waiting == 1 else ASK
 
 
 @nb.njit(cache=True, inline="always")
@@ -149,16 +156,14 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
                 batch_pass(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
                 sc[OPEN] = 0
             else:
-                need = _needs_decision(mode, sc, q, nodes)
-                if need == 2:
+                chosen = _step_choice(mode, sc, q, nodes)
+                if chosen == ASK:
                     return DECIDE
-                if need == 1:
-                    chosen = q[sc[QS]]
-                    continue
-                sc[OPEN] = 0
-        if not next_event(code, sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit, user, hist,
-                          hcount):
+                continue  # apply the one waiting job, or (the pass closed) go on to the next event
+        if not next_event(sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit):
             return DONE
+        if sc[PRED] != WALLTIME:  # the history and the arrivals, with their predictions (hpcgym.sim.events)
+            predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, user, hist, hcount)
 
 
 @nb.njit(cache=True)

@@ -39,7 +39,7 @@ def engine_jobs(submit: np.ndarray, hold: np.ndarray, walltime: np.ndarray, node
     Without a predictor the keys are the policy's static keys; with one, each job's key is computed at its
     arrival from its estimate, so the custom keys go in as they are. ``wall`` is a copy: a predictor writes to it.
     """
-    if user is not None:  # dense ids even without a history predictor: a baseline heuristic may read them
+    if predictor.history and user is not None:
         users, n_users = predict.user_index(user)
     else:
         users, n_users = np.full(len(submit), -1, np.int64), 0
@@ -141,7 +141,8 @@ class Simulator:
         reset(st, self.nodes, append=True, predictor=pred.code, k=pred.k)
         self.submit, self.wall, self.job_nodes, self.hold, self.key, self.start = (
             j.submit, j.wall, j.nodes, j.hold, j.key, st.start)
-        self.limit, self.user = j.limit, j.user
+        self.limit = j.limit
+        self.user_ids = np.full(n, -1, np.int64) if user is None else np.asarray(user, np.int64)  # for baselines
         self.decisions = 0
         return self._run(-1)
 

@@ -54,10 +54,10 @@ def expire_later(j, t, sc, heap, hold, wall, n):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, inline="always")
-def release(t, sc, heap, rs, begin, ended, hold, wall, nodes, limit, user, hist, hcount):  # pragma: no cover
+def release(t, sc, heap, rs, begin, ended, hold, wall, nodes, limit):  # pragma: no cover - compiled
     """Release every job that ends at ``t`` and correct every estimate that expires at ``t``.
 
-    The released jobs go to ``ended[:k]`` (and to their users' history); the corrected ones to the end of
+    The released jobs go to ``ended[:k]`` (in the order they are released); the corrected ones to the end of
     ``ended``, last first (``ended[n - 1]``, ``ended[n - 2]``, ...). Returns (released, corrected).
     """
     n = len(begin)
@@ -66,7 +66,7 @@ def release(t, sc, heap, rs, begin, ended, hold, wall, nodes, limit, user, hist,
     while sc[HN] > 0 and heap[0] // n == t:
         item, sc[HN] = heap_pop(heap, sc[HN])
         j = item % n
-        if t < begin[j] + hold[j]:  # an expiry: the estimate goes back to the walltime (hpcgym.sim.predict)
+        if sc[PRED] != WALLTIME and t < begin[j] + hold[j]:  # an expiry: back to the walltime (hpcgym.sim.predict)
             if sc[RN] > 0:  # conservative keeps no estimated ends (its profile has them)
                 sc[RN] = sorted_remove(rs, sc[RN], (begin[j] + wall[j]) * n + j)
                 sc[RN] = sorted_insert(rs, sc[RN], (begin[j] + limit[j]) * n + j)
@@ -77,19 +77,32 @@ def release(t, sc, heap, rs, begin, ended, hold, wall, nodes, limit, user, hist,
         sc[FREE] += nodes[j]
         if sc[RN] > 0:
             sc[RN] = sorted_remove(rs, sc[RN], (begin[j] + wall[j]) * n + j)
-        remember(j, sc, hist, hcount, user)
         ended[k] = j
         k += 1
     return k, x
 
 
+@nb.njit(cache=True, inline="always")
+def enqueue_arrivals(t, sc, q, key, submit):  # pragma: no cover - compiled
+    """Enqueue every job whose submit is ``t`` (from ``NEXT`` on), noting whether one went to the queue's head."""
+    n = len(submit)
+    i = sc[NEXT]
+    new_head = 0
+    while i < n and submit[i] == t:
+        if enqueue(sc, q, key, i) == 0:
+            new_head = 1
+        i += 1
+    sc[NEXT] = i
+    sc[NEW_HEAD] = new_head
+
+
+# next_event has as few arguments as it can: each one costs at every event (about 2% of a whole-trace run per
+# array). With a predictor, the run loop calls predict_arrivals after it for the history and the arrivals.
 @borrowing  # called once per event: it must not pay a reference count per array (see hpcgym.sim.state)
-def next_event(code, sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit, user, hist,
-               hcount):  # pragma: no cover - compiled
+def next_event(sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit):  # pragma: no cover - compiled
     """Jump to the next event: release and correct (into ``cand``), enqueue, open the pass. False when all is done.
 
-    With a predictor, an arriving job's estimate replaces its walltime in ``wall`` and its key is computed from
-    it (``code`` is the ordering policy's; the key held until then is the policy's custom key, if any).
+    With a predictor it leaves the arrivals to :func:`predict_arrivals`.
     """
     n = len(submit)
     i = sc[NEXT]
@@ -101,18 +114,30 @@ def next_event(code, sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, ke
     if 0 < sc[WAKE] < t:  # conservative: a reservation falls due (a correction can move one off the events)
         t = sc[WAKE]
     sc[T] = t
-    sc[ENDED], sc[EXPIRED] = release(t, sc, heap, rs, begin, cand, hold, wall, nodes, limit, user, hist, hcount)
+    sc[ENDED], sc[EXPIRED] = release(t, sc, heap, rs, begin, cand, hold, wall, nodes, limit)
     sc[BLOCKED] = sc[QE] > sc[QS]
     sc[ARRIVED] = i
-    new_head = 0
-    while i < n and submit[i] == t:
-        if sc[PRED] != WALLTIME:
-            wall[i] = predict(i, sc, hist, hcount, user, hold, limit)
-            key[i] = score(code, 0, submit[i], wall[i], nodes[i], key[i])
-        if enqueue(sc, q, key, i) == 0:
-            new_head = 1
-        i += 1
-    sc[NEXT] = i
-    sc[NEW_HEAD] = new_head
+    if sc[PRED] == WALLTIME:
+        enqueue_arrivals(t, sc, q, key, submit)
     sc[OPEN] = 1
     return True
+
+
+@borrowing
+def predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, user, hist,
+                     hcount):  # pragma: no cover - compiled
+    """With a predictor, after :func:`next_event`: the history, then the arrivals with their estimates.
+
+    The jobs released now join their users' history; each arriving job gets its estimate (in ``wall``) and its
+    key from it (``code`` is the ordering policy's; the key it held until then is the policy's custom key, if any),
+    and is enqueued.
+    """
+    for k in range(sc[ENDED]):
+        remember(cand[k], sc, hist, hcount, user)
+    t = sc[T]
+    i = sc[NEXT]
+    while i < len(submit) and submit[i] == t:
+        wall[i] = predict(i, sc, hist, hcount, user, hold, limit)
+        key[i] = score(code, 0, submit[i], wall[i], nodes[i], key[i])
+        i += 1
+    enqueue_arrivals(t, sc, q, key, submit)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from hpcgym.errors import UnknownNameError
@@ -112,7 +113,7 @@ def user_index(users: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 # ---- compiled ----------------------------------------------------------------------------------------------
-@borrowing
+@nb.njit(cache=True, inline="always")
 def remember(j, sc, hist, hcount, user):  # pragma: no cover - compiled
     """Job ``j`` finished: add it to its user's history (a ring of the last ``k``)."""
     u = user[j]
