@@ -1,8 +1,9 @@
 """Standard Workload Format (SWF) reader and writer.
 
 The reader keeps all 18 fields (the canonical columns plus :data:`hpcgym.jobs.OPTIONAL_COLUMNS`) and parses the
-``; Key: value`` header into a dict. Parsing goes through pandas' C tokenizer; only when that fails does a slow
-line-by-line scan run, to name the exact line and field of the problem.
+``; Key: value`` header into a dict. The file is streamed in blocks and each block parsed by one compiled pass
+(:mod:`hpcgym.traces._scan`); only the lines that pass cannot convert go through Python, to name the exact line
+and field of a problem.
 
 What the reader accepts, and what it refuses:
 
@@ -26,7 +27,6 @@ What the reader accepts, and what it refuses:
 from __future__ import annotations
 
 import gzip
-import io
 import re
 import warnings
 import zlib
@@ -39,7 +39,8 @@ import pandas as pd
 from hpcgym import jobs
 from hpcgym.errors import TraceFormatError, warn
 from hpcgym.machines import Machine, from_swf_header, get, header_int
-from hpcgym.traces._io import atomic_write_bytes, finish, integral, read_bytes
+from hpcgym.traces import _scan
+from hpcgym.traces._io import Rounding, atomic_write_bytes, exact_ints, finish, seconds, submit_column
 
 FIELDS: tuple[str, ...] = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
@@ -48,9 +49,9 @@ FIELDS: tuple[str, ...] = (
 )
 #: Fields (0-based) that may hold fractions; all others must be whole numbers.
 _FRACTIONAL = {3, 5, 6, 9}
+#: Whole-number fields a rounding policy may round (0-based field -> the policy's key).
+_ROUND_KEYS = {1: "submit", 2: "wait", 4: "procs", 7: "procs", 8: "walltime"}
 _KEY = re.compile(rb"^; ?([A-Za-z]\w*):\s*(.*?)\s*$")
-#: Submit times above this are taken as absolute Unix times (1973 onwards) when UnixStartTime is 0 or absent.
-_EPOCH_THRESHOLD = 100_000_000
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 #: How far (as a fraction) the header's processors per machine node may be from the machine's own mapping.
@@ -88,52 +89,66 @@ def parse_header(lines: list[bytes]) -> dict[str, Any]:
     return header
 
 
-def _read(path: str | Path) -> bytes:
-    """The file's text as bytes with LF line ends; unreadable bytes raise :class:`TraceFormatError` naming it."""
-    try:
-        raw = read_bytes(path)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        cls = type(exc)
-        kind = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-        raise TraceFormatError(path, None, None, f"truncated or corrupt gzip data ({kind}: {exc}). "
-                               "Check the download (gzip -t) and fetch the file again.") from exc
-    if raw[:2] in _UTF16_BOMS:
-        raise TraceFormatError(path, 1, None, "the text is UTF-16; SWF is ASCII. Convert it, e.g. with "
-                               "iconv -f UTF-16 -t UTF-8.")
-    if raw.startswith(_UTF8_BOM):
-        raw = raw[len(_UTF8_BOM):]
-    if not raw.strip():
-        raise TraceFormatError(path, None, None, "the file is empty: no header and no jobs"
-                               + (f" ({len(raw)} blank bytes)" if raw else ""))
-    if b"\r" in raw:  # CRLF (Windows) or CR alone (classic Mac): one line end each
-        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    return raw
+class _Stream:
+    """A file's bytes, streamed in blocks of whole lines (:func:`hpcgym.traces._scan.blocks`), with its checks.
+
+    Damaged gzip data, UTF-16 text and a file that holds only blank bytes raise
+    :class:`~hpcgym.errors.TraceFormatError` naming the file; a UTF-8 byte-order mark is skipped.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = path
+        self.size = 0
+        self.blank = True
+
+    def __iter__(self):
+        try:
+            with _scan.open_bytes(self.path) as fh:
+                for i, block in enumerate(_scan.blocks(fh)):
+                    if i == 0:
+                        block = self._first(block)
+                    self.size += len(block)
+                    self.blank = self.blank and (not block or block.isspace())
+                    yield block
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            cls = type(exc)
+            kind = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+            raise TraceFormatError(self.path, None, None, f"truncated or corrupt gzip data ({kind}: {exc}). "
+                                   "Check the download (gzip -t) and fetch the file again.") from exc
+        if self.blank:
+            raise TraceFormatError(self.path, None, None, "the file is empty: no header and no jobs"
+                                   + (f" ({self.size} blank bytes)" if self.size else ""))
+
+    def _first(self, block: bytes) -> bytes:
+        if block[:2] in _UTF16_BOMS:
+            raise TraceFormatError(self.path, 1, None, "the text is UTF-16; SWF is ASCII. Convert it, e.g. with "
+                                   "iconv -f UTF-16 -t UTF-8.")
+        return block[len(_UTF8_BOM):] if block.startswith(_UTF8_BOM) else block
 
 
 def read_header(path: str | Path) -> dict[str, Any]:
     """Return the parsed header of an SWF file."""
-    lines = _read(path).split(b"\n")
-    return parse_header([ln for ln in lines if ln.lstrip().startswith(b";")])
+    comments: list[bytes] = []
+    line = 0
+    for block in _Stream(path):
+        *_, spans, line = _scan.parse_block(block, len(FIELDS), line)
+        comments += [bytes(block[a:b]).strip() for a, b in spans]
+    return parse_header(comments)
 
 
-def _split(raw: bytes) -> tuple[list[bytes], list[bytes], np.ndarray]:
-    """Split into comment lines, data lines and the 1-based line number of each data line."""
-    lines = raw.split(b"\n")
-    comments, data, numbers = [], [], []
-    for i, ln in enumerate(lines):
-        s = ln.strip()
-        if not s:
-            continue
-        if s[:1] == b";":
-            comments.append(s)
-        else:
-            data.append(s)
-            numbers.append(i + 1)
-    return comments, data, np.asarray(numbers, dtype=np.int64)
+def _number(token: bytes) -> float:
+    """A token as Python reads a number (what the compiled scan leaves to it); digit separators are refused."""
+    if b"_" in token:
+        raise ValueError(token)
+    return float(token)
 
 
-def _locate_error(path: str | Path, data: list[bytes], numbers: np.ndarray) -> None:
-    """Scan line by line and raise a :class:`TraceFormatError` at the first malformed line."""
+def _locate_error(path: str | Path, data: list[bytes], numbers: np.ndarray,
+                  allowed: frozenset[int] = frozenset(_FRACTIONAL)) -> None:
+    """Scan line by line and raise a :class:`TraceFormatError` at the first malformed line.
+
+    ``allowed`` are the fields that may hold fractions (the fractional ones, and those a rounding policy rounds).
+    """
     for ln, number in zip(data, numbers, strict=True):
         parts = ln.split()
         if len(parts) != len(FIELDS):
@@ -142,31 +157,45 @@ def _locate_error(path: str | Path, data: list[bytes], numbers: np.ndarray) -> N
                                    f"expected {len(FIELDS)} fields, found {len(parts)}")
         for i, tok in enumerate(parts):
             try:
-                value = float(tok)
+                value = _number(tok)
             except ValueError:
                 raise TraceFormatError(path, int(number), _field_name(i),
                                        f"{tok.decode(errors='replace')!r} is not a number") from None
-            if i not in _FRACTIONAL and not value.is_integer():
-                raise TraceFormatError(path, int(number), _field_name(i), f"{value} is not a whole number")
+            if i not in allowed and not value.is_integer():
+                hint = (f". Pass round= (--round {_ROUND_KEYS[i]}=ceil, or floor or nearest) to round such values"
+                        if i in _ROUND_KEYS else "")
+                raise TraceFormatError(path, int(number), _field_name(i), f"{value} is not a whole number{hint}")
 
 
-def _parse_numbers(path: str | Path, data: list[bytes], numbers: np.ndarray) -> np.ndarray:
-    """Parse the data lines into an (n, 18) float array with the C tokenizer."""
-    if not data:
-        return np.empty((0, len(FIELDS)))
-    try:
-        table = pd.read_csv(io.BytesIO(b"\n".join(data)), sep=r"\s+", header=None, names=range(len(FIELDS)),
-                            dtype=np.float64, engine="c").to_numpy()
-    except (ValueError, pd.errors.ParserError):
-        _locate_error(path, data, numbers)
-        raise
-    whole = integral(table)
-    whole[:, list(_FRACTIONAL)] = np.isfinite(table[:, list(_FRACTIONAL)])
-    if not whole.all():
-        _locate_error(path, data, numbers)
-        row, col = np.argwhere(~whole)[0]
-        raise TraceFormatError(path, int(numbers[row]), _field_name(int(col)), "missing or not a whole number")
-    return table
+def _check_block(path: str | Path, block: bytearray, parsed: tuple, allowed: frozenset[int]) -> None:
+    """Re-parse the lines the compiled scan left to Python; raise at the first malformed line of the block."""
+    values, lines, status, starts, ends = parsed[:5]
+    bad = status == _scan.FIELDS
+    for r in np.flatnonzero(status == _scan.SLOW):
+        try:
+            values[:, r] = [_number(t) for t in block[starts[r]:ends[r]].split()]
+        except ValueError:
+            bad[r] = True
+    whole = np.isfinite(values)
+    fixed = [i for i in range(len(FIELDS)) if i not in allowed]
+    whole[fixed] &= np.floor(values[fixed]) == values[fixed]
+    bad |= ~whole.all(axis=0)
+    if bad.any():
+        r = int(np.argmax(bad))
+        _locate_error(path, [bytes(block[starts[r]:ends[r]])], lines[r:r + 1], allowed)
+        col = int(np.argmax(~whole[:, r]))
+        raise TraceFormatError(path, int(lines[r]), _field_name(col), "missing or not a whole number")
+
+
+def _line_token(path: str | Path, line: int, field: int) -> str:
+    """The text of one field of one line (for a message: the file is read again up to that line)."""
+    for block in _Stream(path):
+        *_, last = _scan.parse_block(block, len(FIELDS), 0)
+        if last >= line:
+            text = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[line - 1]
+            return text.split()[field].decode(errors="replace")
+        line -= last
+    return "?"
 
 
 def _resolve_machine(machine: str | Machine | None, header: dict[str, Any], path: str | Path) -> Machine:
@@ -199,13 +228,16 @@ def _header_conflict(header: dict[str, Any], mach: Machine, path: str | Path) ->
 
 
 _STATUS_CODES = np.array(sorted(jobs.SWF_STATUS), dtype=np.int64)  # -1 .. 5
+#: Category index of each SWF code -1 .. 5; any other code reads as "unknown".
+_STATUS_INDEX = np.array([jobs.STATUSES.index(jobs.SWF_STATUS[int(c)]) for c in _STATUS_CODES], np.int8)
+_UNKNOWN = jobs.STATUSES.index("unknown")
 
 
 def _status(codes: np.ndarray) -> pd.Categorical:
     """SWF status codes as the canonical categorical; codes outside the standard become ``"unknown"``."""
     standard = (codes >= _STATUS_CODES[0]) & (codes <= _STATUS_CODES[-1])
-    lookup = np.array([jobs.SWF_STATUS[int(c)] for c in _STATUS_CODES], dtype=object)
-    return jobs.status_categorical(lookup[np.where(standard, codes - _STATUS_CODES[0], 0)])
+    index = np.where(standard, _STATUS_INDEX[np.where(standard, codes - _STATUS_CODES[0], 0)], _UNKNOWN)
+    return pd.Categorical.from_codes(index.astype(np.int8), categories=jobs.STATUSES)
 
 
 def _nonstandard_counts(codes: np.ndarray) -> dict[int, int]:
@@ -223,24 +255,86 @@ def _status_note(counts: dict[int, int], limit: int = 8) -> str:
             'read as status "unknown", the raw counts are in attrs["status_codes"].')
 
 
-def _to_table(t: np.ndarray, machine: Machine) -> pd.DataFrame:
-    as_int = t.astype(np.int64)
-    run = np.where(t[:, 3] > 0, np.ceil(t[:, 3]), t[:, 3]).astype(np.int64)
-    procs = np.where(as_int[:, 7] > 0, as_int[:, 7], as_int[:, 4])
-    if machine.procs_are_nodes:
-        nodes = procs.copy()
-    else:
-        nodes = np.where(procs > 0, -(-procs // machine.cores_per_node), procs)
-    known = as_int[:, 8] > 0
-    df = pd.DataFrame({
-        "job_id": as_int[:, 0], "submit": as_int[:, 1], "run": run,
-        "walltime": np.where(known, as_int[:, 8], run), "nodes": nodes, "procs": procs,
-        "user": as_int[:, 11], "group": as_int[:, 12], "queue": as_int[:, 14],
-        "status": _status(as_int[:, 10]), "walltime_known": known,
-    })
-    for name, field in jobs.OPTIONAL_COLUMNS.items():
-        df[name] = t[:, field - 1] if (field - 1) in _FRACTIONAL and name == "cpu_time" else as_int[:, field - 1]
-    return df
+#: The optional columns kept as numbers with fractions (the others are whole; memory fields are truncated).
+_FLOAT_COLUMNS = ("cpu_time",)
+
+
+class _Columns:
+    """The columns of an SWF file, gathered block by block (integers compact; times as float64 until the end)."""
+
+    def __init__(self, path: str | Path, rounding: Rounding, extra: bool):
+        self.path, self.rounding, self.extra = path, rounding, extra
+        self.parts: dict[str, list[np.ndarray]] = {}
+
+    def add(self, block: bytearray, parsed: tuple) -> None:
+        """Convert one parsed block (its lines already checked) and keep its columns."""
+        t, lines, status, starts, ends, lo, hi = parsed[:7]
+        if (status != _scan.OK).any():  # the slow lines' values came from Python
+            lo, hi = t.min(axis=1), t.max(axis=1)
+
+        def text(col: int):
+            return lambda r: block[starts[r]:ends[r]].split()[col].decode(errors="replace")
+
+        def line(r: int) -> int:
+            return int(lines[r])
+
+        def whole(col: int, key: str) -> np.ndarray:  # lines the scan passed are whole where no policy rounds
+            if key not in self.rounding.policy:
+                return np.ceil(t[col]) if key == "run" else t[col].copy()
+            return self.rounding.whole(t[col], key, _field_name(col), line, text(col))
+
+        def ints(col: int, values: np.ndarray | None = None) -> np.ndarray:
+            bounds = (lo[col], hi[col]) if values is None else None
+            values = t[col] if values is None else values
+            return exact_ints(values, self.path, _field_name(col), line, text(col), bounds=bounds, compact=True)
+
+        req, alloc = ints(7, whole(7, "procs")), ints(4, whole(4, "procs"))
+        keep = {"line": lines.astype(np.int32) if len(lines) and lines[-1] < 2**31 else lines,
+                "job_id": ints(0), "submit": whole(1, "submit"), "run": whole(3, "run"), "wall": whole(8, "walltime"),
+                "procs": np.where(req > 0, req, alloc), "user": ints(11), "group": ints(12), "queue": ints(14),
+                "code": ints(10)}
+        if self.extra:
+            for name, field in jobs.OPTIONAL_COLUMNS.items():
+                if name in _FLOAT_COLUMNS:
+                    keep[name] = t[field - 1].copy()
+                elif name == "wait":
+                    keep[name] = ints(field - 1, whole(field - 1, "wait"))
+                else:
+                    keep[name] = ints(field - 1, np.trunc(t[field - 1]))
+        for name, values in keep.items():
+            self.parts.setdefault(name, []).append(values)
+
+    def pop(self, name: str) -> np.ndarray:
+        """One column of the whole file (its blocks are released)."""
+        parts = self.parts.pop(name, [])
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else np.empty(0, np.float64 if name in ("submit", "run", "wall")
+                                                            else np.int32)
+
+
+def _scan_file(path: str | Path, rounding: Rounding, extra: bool) -> tuple[list[bytes], _Columns]:
+    """Stream the file: (its comment lines, its columns). A malformed line raises naming its line and field."""
+    allowed = frozenset(_FRACTIONAL) | {i for i, key in _ROUND_KEYS.items() if key in rounding.policy}
+    whole = np.array([i not in allowed for i in range(len(FIELDS))])
+    comments: list[bytes] = []
+    cols = _Columns(path, rounding, extra)
+    line = 0
+    for block in _Stream(path):
+        parsed = _scan.parse_block(block, len(FIELDS), line, whole)
+        *_, spans, line = parsed
+        comments += [bytes(block[a:b]).strip() for a, b in spans]
+        if (parsed[2] != _scan.OK).any():
+            _check_block(path, block, parsed, allowed)
+        cols.add(block, parsed)
+    return comments, cols
+
+
+def _unix_start(header: dict[str, Any]) -> int:
+    try:
+        return int(str(header.get("UnixStartTime", "0")).split()[0])
+    except (ValueError, IndexError):
+        return 0
 
 
 def read_swf(
@@ -248,8 +342,13 @@ def read_swf(
     machine: str | Machine | None = None,
     on_invalid: jobs.OnInvalid = "drop",
     name: str | None = None,
+    round: str | dict[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: jobs.OnDuplicate = "warn",
+    compact: bool = False,
 ) -> pd.DataFrame:
     """Read an SWF file (plain or gzipped) into the canonical job table.
+
+    The file is streamed in blocks: memory holds the table and one block, never the whole text.
 
     Args:
         path: the file.
@@ -258,6 +357,11 @@ def read_swf(
         on_invalid: ``"drop"`` (default) drops impossible jobs with one warning counting them by reason;
             ``"error"`` raises :class:`~hpcgym.errors.InvalidJobError` at the first, naming its line.
         name: the trace name stored in ``attrs["name"]``.
+        round: how to round fractions in fields that should be whole (``"ceil"``, or e.g. ``"procs=ceil"``; fields
+            ``submit``, ``wait``, ``procs`` (fields 5 and 8), ``walltime``, and ``run``, which rounds up by
+            default); see :mod:`hpcgym.traces._io`. Without it such a value raises, naming the option.
+        on_duplicate: ``"warn"`` (default: keep jobs whose id an earlier job has, with one warning) or ``"error"``.
+        compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`).
 
     Returns:
         The job table, sorted by submit time. Absolute Unix submit times (``UnixStartTime`` 0 or absent) are
@@ -273,41 +377,76 @@ def read_swf(
         UserWarning: once, counting dropped invalid jobs and non-standard status codes; and once when the header's
             MaxNodes/MaxProcs contradict an explicit ``machine`` (the machine is used).
     """
-    comments, data, numbers = _split(_read(path))
+    rounding = Rounding(round, path)
+    comments, cols = _scan_file(path, rounding, extra=not compact)
     header = parse_header(comments)
     mach = _resolve_machine(machine, header, path)
     conflict = _header_conflict(header, mach, path) if machine is not None else None
     if conflict:
         warn(conflict)
-    table = _parse_numbers(path, data, numbers)
-    df = _to_table(table, mach)
-    try:
-        unix_start = int(str(header.get("UnixStartTime", "0")).split()[0])
-    except (ValueError, IndexError):
-        unix_start = 0
-    submitted = df["submit"].to_numpy()
-    first = int(submitted[submitted >= 0].min()) if (submitted >= 0).any() else 0
-    if unix_start == 0 and first > _EPOCH_THRESHOLD:
-        unix_start = first
-        df["submit"] = np.where(submitted >= 0, submitted - first, submitted)
-    kept = jobs.invalid_reasons(df, mach.nodes) < 0
-    codes = _nonstandard_counts(table[kept, 10].astype(np.int64))
+    table, flags, unix_start, lines = _table(path, cols, mach, _unix_start(header))
+    codes = table.pop("code")
+    odd = _odd_codes(codes, table, mach, flags)
+    table["status"] = _status(codes)
+    del codes
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = finish(df, mach, on_invalid, path, name, unix_start, numbers, header)
+        out = finish(table, mach, on_invalid, path, name, unix_start, lines, header, flags,
+                     on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired)
+    _one_warning(path, caught, odd)
+    out.attrs["status_codes"] = odd
+    return out
+
+
+def _table(path: str | Path, cols: _Columns, mach: Machine, unix_start: int):
+    """The reader's columns from the file's: (columns, range flags, Unix start, line numbers)."""
+    lines = cols.pop("line")
+
+    def text(field: int):
+        return lambda r: _line_token(path, int(lines[r]), field)
+
+    unix = None if unix_start == 0 else False
+    submit, first, submit_flag = submit_column(cols.pop("submit"), text(1), _field_name(1), rebase=False, unix=unix)
+    unix_start = unix_start or first
+    run, run_flag = seconds(cols.pop("run"), "run", _field_name(3), text(3))
+    wall, wall_flag = seconds(cols.pop("wall"), "walltime", _field_name(8), text(8))
+    known = wall > 0
+    wall = np.where(known, wall, run)
+    procs = cols.pop("procs")
+    width = 1 if mach.procs_are_nodes else mach.cores_per_node
+    nodes = procs.copy() if width == 1 else np.where(procs > 0, -(-procs // width), procs)
+    table = {"job_id": cols.pop("job_id"), "submit": submit, "run": run, "walltime": wall, "nodes": nodes,
+             "procs": procs, "user": cols.pop("user"), "group": cols.pop("group"), "queue": cols.pop("queue"),
+             "walltime_known": known, "code": cols.pop("code")}
+    for name in list(cols.parts):
+        table[name] = cols.pop(name)
+    return table, [submit_flag, run_flag, wall_flag], unix_start, lines
+
+
+def _odd_codes(codes: np.ndarray, table: dict[str, np.ndarray], mach: Machine, flags: list) -> dict[int, int]:
+    """The non-standard status codes of the jobs that are kept (valid), counted."""
+    odd = (codes < _STATUS_CODES[0]) | (codes > _STATUS_CODES[-1])
+    if not odd.any():
+        return {}
+    kept = jobs.invalid_reasons(table, mach.nodes) < 0
+    for f in flags:
+        kept &= ~f.mask
+    return _nonstandard_counts(codes[kept & odd])
+
+
+def _one_warning(path: str | Path, caught: list, odd: dict[int, int]) -> None:
+    """Fold the invalid-job count and the status codes into the reader's one warning; pass the others on."""
     notes = []
-    for w in caught:  # fold the invalid-job count into the reader's one warning
+    for w in caught:
         text = str(w.message)
         if w.category is UserWarning and text.startswith(f"{path}: dropped "):
             notes.append(text[len(f"{path}: "):])
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if codes:
-        notes.append(_status_note(codes))
+    if odd:
+        notes.append(_status_note(odd))
     if notes:
         warn(f"{path}: " + " ".join(notes))
-    out.attrs["status_codes"] = codes
-    return out
 
 
 def _column(df: pd.DataFrame, name: str, default: np.ndarray | int) -> np.ndarray:
