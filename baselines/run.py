@@ -24,14 +24,14 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from baselines import priorities
 from hpcgym import cli, machines, metrics, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.io import write_table
-from hpcgym.sim import BACKFILL_MODES, simulate
+from hpcgym.sim import BACKFILL_MODES, hold_times, start_times
 
 BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
 
@@ -49,19 +49,40 @@ def draw_windows(jobs: pd.DataFrame, length: int | None, count: int, seed: int) 
     return [traces.window(jobs, length, start=s) for s in traces.window_starts(len(jobs), length, count, seed)]
 
 
+def window_records(jobs: pd.DataFrame, machine: machines.Machine, policy: str, backfill: str,
+                   kill_at_walltime: bool = True) -> dict[str, np.ndarray]:
+    """The per-job record columns of one policy on one window (:func:`hpcgym.metrics.record_columns`), and ``row``.
+
+    ``row`` is each job's row in the table the windows were drawn from, which tells apart jobs that share an id.
+    No DataFrame is built: on a whole trace of millions of jobs the summary needs only these arrays.
+    """
+    start = start_times(jobs, machine.nodes, priorities.get(policy), backfill, kill_at_walltime)
+    cols = metrics.record_columns(jobs["job_id"].to_numpy(), jobs["submit"].to_numpy(np.int64), start,
+                                  hold_times(jobs, kill_at_walltime), jobs["walltime"].to_numpy(np.int64),
+                                  jobs["nodes"].to_numpy(np.int64))
+    cols["row"] = np.arange(len(jobs)) + int(jobs.attrs.get("window_start", 0))
+    return cols
+
+
 def run_grid(windows: list[pd.DataFrame], machine: machines.Machine, policies: Sequence[str],
              backfills: Sequence[str], kill_at_walltime: bool = True,
-             progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulate every policy x backfill on every window; return (summary table, per-job records)."""
+             progress: bool = True, keep_records: bool = True) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Simulate every policy x backfill on every window; return (summary table, per-job records or None)."""
     rows, recs = [], []
     grid = list(itertools.product(policies, backfills))
-    for name, backfill in tqdm(grid, desc="policies", disable=not progress or len(grid) == 1):
+    if progress and len(grid) > 1:
+        from tqdm.auto import tqdm  # only for a progress bar: it imports asyncio (30 ms of a CLI's start-up)
+
+        grid = tqdm(grid, desc="policies")
+    for name, backfill in grid:
         per_window = []
         t0 = time.process_time()
         for w, jobs in enumerate(windows):
-            rec = simulate(jobs, machine, priorities.get(name), backfill, kill_at_walltime)
-            per_window.append(metrics.summarize(rec, machine.nodes))
-            recs.append(rec.assign(policy=name, backfill=backfill, window=w))
+            cols = window_records(jobs, machine, name, backfill, kill_at_walltime)
+            per_window.append(metrics.summarize(cols, machine.nodes))
+            if keep_records:
+                recs.append(pd.DataFrame(cols).assign(policy=name, backfill=backfill, window=w))
+            del cols
         cpu = time.process_time() - t0
         table = pd.DataFrame(per_window)
         mean, lo, hi = metrics.bootstrap_ci(table["bsld_mean"]) if len(table) > 1 else (table["bsld_mean"].iat[0],) * 3
@@ -69,9 +90,7 @@ def run_grid(windows: list[pd.DataFrame], machine: machines.Machine, policies: S
                      "bsld_p95": table["bsld_p95"].mean(), "wait_mean": table["wait_mean"].mean(),
                      "wait_p95": table["wait_p95"].mean(), "utilization": table["utilization"].mean(),
                      "jobs_per_cpu_s": table["jobs"].sum() / max(cpu, 1e-9)})
-    return pd.DataFrame(rows), pd.concat(recs, ignore_index=True)
-
-
+    return pd.DataFrame(rows), (pd.concat(recs, ignore_index=True) if keep_records else None)
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -101,7 +120,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="number of windows with --window (default: 10)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--no-kill", action="store_true", help="let jobs run past their walltime")
-    ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet)")
+    ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet); the row "
+                    "column is the job's row in the trace (its split), unique even where job ids repeat")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if args.policy != "all":
@@ -116,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        jobs = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
+        jobs = traces.read(args.trace, compact=True, **cli.read_options(args))
     for w in caught:
         print(f"note: {w.message}")
     if len(jobs) == 0:
@@ -133,11 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if no_cons:
         backfills = [b for b in backfills if b != "conservative"]
         print("note: conservative backfilling needs walltime kills; skipped with --no-kill")
-    table, recs = run_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet)
+    table, recs = run_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet,
+                           keep_records=args.out is not None)
     scope = f"{len(windows)} windows of {args.window} jobs (seed {args.seed})" if args.window else "whole trace"
     print(f"{jobs.attrs.get('name', args.trace)} [{args.split}] on {machine.name} ({machine.nodes} nodes), {scope}")
     print(format_table(table))
-    if args.out:
+    if args.out is not None and recs is not None:
         write_table(recs, args.out)
         print(f"per-job records: {args.out} ({len(recs)} rows)")
     return 0

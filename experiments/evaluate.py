@@ -214,7 +214,7 @@ def _runs_trace(runs: Sequence[Path], read: dict[str, Any]) -> tuple[str, dict[s
     args = json.loads((runs[0] / "args.json").read_text())
     given = {k: v for k, v in read.items() if v is not None}
     return args["trace"], {"format": args.get("format") or None, "machine": args.get("machine") or None,
-                           "columns": args.get("columns") or None, **given}
+                           "columns": args.get("columns") or None, "round": args.get("round") or None, **given}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     agents: dict[str, Agent] = {}
     for run in args.model:
         agents.update(run_agents(run))
-    read = {"format": args.format, "machine": args.machine, "columns": args.columns}
+    read = cli.read_options(args)
     if args.trace is None:
         args.trace, read = _runs_trace(args.model, read)
     per_window, per_job = evaluate(args.trace, agents, args.windows, args.length, args.seed, read=read)

@@ -102,6 +102,8 @@ class Args:
     machine: str = field(default="", metadata={"help": "the trace's machine: NAME or NODES[xCORES]; empty: the "
                                                        "trace's own"})
     columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs"})
+    round: str = field(default="", metadata={"help": "how to round values that should be whole and are not: ceil, "
+                                                     "floor, nearest, or FIELD=MODE pairs such as nodes=ceil"})
     backfill: str = field(default="easy", metadata={"help": "none | easy: the backfilling the agents train and "
                                                             "play with (heuristics run with both)"})
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "training seeds (one run per "
@@ -249,7 +251,7 @@ def train_args(args: Args, source: str, seed: int) -> train.Args:
             "--seed", str(seed), "--timesteps", str(args.timesteps), "--eval-windows", str(args.eval_windows),
             "--eval-length", str(args.eval_length), "--runs-dir", str(args.out_dir / "runs"),
             "--run-name", f"{source}-s{seed}", "--threads", str(args.threads), "--quiet"]
-    for key in ("format", "machine", "columns"):
+    for key in ("format", "machine", "columns", "round"):
         if getattr(args, key):
             argv += [f"--{key}", getattr(args, key)]
     if workload != "real":

@@ -58,6 +58,8 @@ class Args:
                                                        "trace's own (its header, or the format's machine)"})
     columns: str = field(default="", metadata={"help": "for --format csv: name=column pairs, e.g. "
                                                        "interarrival=interval,run=run_time,nodes=node_num"})
+    round: str = field(default="", metadata={"help": "how to round values that should be whole and are not: ceil, "
+                                                     "floor, nearest, or FIELD=MODE pairs such as nodes=ceil"})
     synthesizer: str = field(default="arrivals", metadata={"help": "synthesizer for --workload synthetic|mixed"})
     sample_pool: int = field(default=0, metadata={"help": "sample this many jobs from the synthesizer once (seeded by "
                                                           "--seed) and train on windows of them; 0: a new sample "
@@ -121,8 +123,9 @@ class Args:
     quiet: bool = field(default=False, metadata={"help": "no progress output (results and errors only)"})
 
     def read_kwargs(self) -> dict[str, Any]:
-        """How to read the trace (:func:`hpcgym.traces.read`'s ``format``, ``machine``, ``columns``)."""
-        return {"format": self.format or None, "machine": self.machine or None, "columns": self.columns or None}
+        """How to read the trace (:func:`hpcgym.traces.read`'s ``format``, ``machine``, ``columns``, ``round``)."""
+        return {"format": self.format or None, "machine": self.machine or None, "columns": self.columns or None,
+                "round": self.round or None}
 
     @property
     def trace_label(self) -> str:

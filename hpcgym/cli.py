@@ -30,8 +30,8 @@ API:
 - Argument types that keep the reason in argparse's message: ``positive_int``, ``machine_arg`` (a
   :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``, see :func:`hpcgym.machines.parse`) and
   ``columns_arg`` (a column mapping from ``k=v,k=v``, see :func:`hpcgym.traces.csvtable.parse_columns`).
-- ``add_trace_args(parser)``: the ``--format``, ``--machine`` and ``--columns`` options every trace-reading CLI takes,
-  passed on as ``traces.read(path, format=args.format, machine=args.machine, columns=args.columns)``.
+- ``add_trace_args(parser)``: the ``--format``, ``--machine``, ``--columns``, ``--round`` and ``--on-duplicate``
+  options every trace-reading CLI takes, passed on as ``traces.read(path, **read_options(args))``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ MACHINE_HELP = ("the machine: a catalog name (theta, sdsc-sp2, ...) or NODES[xCO
 COLUMNS_HELP = ("for --format csv: canonical name=CSV column pairs, e.g. interarrival=interval,run=run_time,"
                 "nodes=node_num,walltime=wall_time,user=user (keys: submit|interarrival, run, nodes|procs, walltime, "
                 "job_id, user, group, queue, status, wait)")
+ROUND_HELP = ("how to round values that should be whole and are not (node or processor counts, times): a mode for "
+              "every field (ceil, floor, nearest) or FIELD=MODE pairs, e.g. nodes=ceil,run=nearest (fields: submit, "
+              "run, walltime, wait, nodes, procs); counted in the trace's repaired values. Default: such counts are "
+              "an error; runtimes and walltimes round up, submit times down")
+DUPLICATE_HELP = ("jobs whose id an earlier job has: warn (keep them, one warning; the default) or error")
 FORMATS = ("swf", "alcf", "mustang", "csv")
 EXIT_USAGE = 2
 _FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
@@ -112,12 +117,31 @@ def columns_arg(text: str) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def round_arg(text: str) -> str:
+    """An argparse type: a rounding policy (see :func:`hpcgym.traces._io.parse_round`), kept as its text."""
+    from hpcgym.traces._io import parse_round
+
+    try:
+        parse_round(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def read_options(args: argparse.Namespace) -> dict[str, object]:
+    """The keyword arguments of :func:`hpcgym.traces.read` from the options of :func:`add_trace_args`."""
+    return {"format": args.format, "machine": args.machine, "columns": args.columns, "round": args.round,
+            "on_duplicate": args.on_duplicate}
+
+
 def add_trace_args(parser: argparse.ArgumentParser) -> None:
-    """Add ``--format``, ``--machine`` and ``--columns``, the options of every CLI that reads a trace."""
+    """Add the options of every CLI that reads a trace (pass them on with :func:`read_options`)."""
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="the trace format (default: .swf by name, else from the CSV header)")
     parser.add_argument("--machine", type=machine_arg, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
     parser.add_argument("--columns", type=columns_arg, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
+    parser.add_argument("--round", type=round_arg, default=None, metavar="MODE|FIELD=MODE,...", help=ROUND_HELP)
+    parser.add_argument("--on-duplicate", choices=("warn", "error"), default="warn", help=DUPLICATE_HELP)
 
 
 def message(exc: BaseException) -> str:

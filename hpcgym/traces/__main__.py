@@ -44,7 +44,14 @@ def summary(df: pd.DataFrame) -> dict[str, object]:
         "runtime median (s)": int(np.median(df["run"])),
         "walltime known": f"{df['walltime_known'].mean():.1%}",
         "invalid jobs dropped": df.attrs.get("invalid") or "none",
-    } | _machine_note(df, mach)
+        "values rounded": df.attrs.get("repaired") or "none",
+    } | _duplicates(df) | _machine_note(df, mach)
+
+
+def _duplicates(df: pd.DataFrame) -> dict[str, object]:
+    """A "duplicate job ids" line when some jobs share an id (the reader kept them)."""
+    count = df.attrs.get("duplicate_ids") or 0
+    return {"duplicate job ids": f"{count} jobs repeat an earlier job's id (kept)"} if count else {}
 
 
 def _machine_note(df: pd.DataFrame, mach: machines.Machine) -> dict[str, object]:
@@ -70,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the drops are reported in the summary below
-        df = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
+        df = traces.read(args.trace, compact=True, **cli.read_options(args))
     for key, value in summary(df).items():
         print(f"{key:22} {value}")
     return 0
