@@ -431,7 +431,8 @@ def invalid_policy(cols: dict[str, np.ndarray], max_nodes: int, on_invalid: str,
     return ~bad, counts
 
 
-def duplicate_policy(job_id: np.ndarray, on_duplicate: str, path: str | Path, line: Callable[[int], int]) -> int:
+def duplicate_policy(job_id: np.ndarray, on_duplicate: str, path: str | Path, line: Callable[[int], int],
+                     field: str = "job_id") -> int:
     """Count the jobs whose id an earlier job (in file order) has; warn once, or raise at the first.
 
     Ids that only grow (the usual order of a log) are checked in one pass; others through a hash table.
@@ -447,7 +448,7 @@ def duplicate_policy(job_id: np.ndarray, on_duplicate: str, path: str | Path, li
     row = int(np.flatnonzero(repeated)[0])
     first = f"line {line(row)} repeats job {job_id[row]}"
     if on_duplicate == "error":
-        raise TraceFormatError(path, line(row), "job_id", f"job id {job_id[row]} was used before; every job needs its "
+        raise TraceFormatError(path, line(row), field, f"job id {job_id[row]} was used before; every job needs its "
                                'own id. Pass on_duplicate="warn" to read such a trace (the ids are kept as they are)')
     from hpcgym.errors import warn
 
@@ -477,7 +478,7 @@ def _status(values) -> pd.Categorical:
 def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str, path: str | Path, name: str | None,
            unix_start: int, line: Callable[[int], int] | np.ndarray, header: dict | None = None,
            flags: list[Flag] | None = None, *, on_duplicate: str = "warn", compact: bool = False,
-           repaired: dict[str, int] | None = None) -> pd.DataFrame:
+           repaired: dict[str, int] | None = None, id_field: str = "job_id") -> pd.DataFrame:
     """Apply the invalid-job and duplicate-id policies, sort, cast and attach the ``attrs``: the reader's table.
 
     Args:
@@ -495,6 +496,7 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
         on_duplicate: ``"warn"`` or ``"error"`` (:func:`duplicate_policy`).
         compact: the canonical columns only, integers as int32 where they fit (:func:`hpcgym.jobs.compact_ints`).
         repaired: what the rounding policy changed (:attr:`Rounding.repaired`).
+        id_field: the source field of the job ids, for the duplicate-id error.
     """
     if isinstance(cols, pd.DataFrame):
         cols = {c: cols[c].array if c == "status" else cols[c].to_numpy() for c in cols.columns}
@@ -504,7 +506,7 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
     keep, dropped = invalid_policy(cols, machine.nodes, on_invalid, path, lines, list(flags or []))
     ids = cols["job_id"] if keep is None else cols["job_id"][keep]
     dup = duplicate_policy(ids, on_duplicate, path,
-                           lines if keep is None else (lambda row: lines(int(np.flatnonzero(keep)[row]))))
+                           lines if keep is None else (lambda row: lines(int(np.flatnonzero(keep)[row]))), id_field)
     submit = cols["submit"] if keep is None else cols["submit"][keep]
     order = None if _sorted(submit, ids) else np.lexsort((ids, submit))
     del ids, submit

@@ -40,12 +40,13 @@ def open_bytes(path: str | Path):
     return fh
 
 
-def blocks(fh, size: int = BLOCK) -> Iterator[bytearray]:
-    """Yield the stream's bytes in blocks of about ``size`` that end after a line end (the last may not).
+def blocks(fh, size: int | None = None) -> Iterator[bytearray]:
+    """Yield the stream's bytes in blocks of about ``size`` (default :data:`BLOCK`) that end after a line end.
 
     A CR byte at a block's end stays for the next block, where an LF may follow it (one CRLF line end). Each block
-    is read into its own buffer (no copy of a whole block is made).
+    is read into its own buffer (no copy of a whole block is made). The last block may lack a line end.
     """
+    size = size or BLOCK
     tail = b""
     while True:
         buf = bytearray(len(tail) + size)

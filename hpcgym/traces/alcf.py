@@ -80,4 +80,4 @@ def read_alcf(
         "wait": src.ints("wait_time", "wait", rounding),
     }
     return finish(cols, mach, on_invalid, path, name, start, src.line, flags=[submit_flag, run_flag, wall_flag],
-                  on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired)
+                  on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired, id_field="job")

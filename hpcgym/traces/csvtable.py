@@ -217,7 +217,7 @@ def read_csv_table(
                     text=tuple(cols[k] for k in text if k in cols))
     table, start, flags = _table(src, cols, mach, rounding)
     return finish(table, mach, on_invalid, path, name, start, src.line, flags=flags, on_duplicate=on_duplicate,
-                  compact=compact, repaired=rounding.repaired)
+                  compact=compact, repaired=rounding.repaired, id_field=cols.get("job_id", "job_id"))
 
 
 def _table(src: CsvSource, cols: Mapping[str, str], mach: Machine, rounding: Rounding):

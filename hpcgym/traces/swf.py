@@ -392,7 +392,8 @@ def read_swf(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = finish(table, mach, on_invalid, path, name, unix_start, lines, header, flags,
-                     on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired)
+                     on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired,
+                     id_field=_field_name(0))
     _one_warning(path, caught, odd)
     out.attrs["status_codes"] = odd
     return out
