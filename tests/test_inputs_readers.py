@@ -231,3 +231,12 @@ def test_clis_import_no_torch_sdv_or_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_rounded_values_count_as_repaired_in_the_fidelity_validity():
+    from synth import validity
+
+    sample = traces.read(SEED, columns=SEED_COLUMNS, machine="theta", round="nodes=ceil")
+    clean, result = validity.check(sample, 4392)
+    assert len(clean) == 4 and result["repaired"] == 3 and result["dropped"] == 0
+    assert result["reasons"] == {"repaired by the reader: nodes rounded (ceil)": 3}
