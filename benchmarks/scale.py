@@ -15,7 +15,11 @@ repository). For each trace it reports, each measured in a fresh process:
   memory (``/usr/bin/time``), and the peak per job;
 - **plain**: ``benchmarks/plain_easy.py``, which parses the SWF file itself and schedules FCFS + EASY with ``heapq``
   (skipped above ``--plain-max`` jobs: at 25 M jobs it needs hours and tens of GB);
-- the speed-up of hpcgym over the plain script, and whether both found the same mean wait (they must).
+- the speed-up of hpcgym over the plain script, and whether both found the same mean wait (they must);
+- with ``--baseline DIR``, the same reader and ``baselines.run`` from another checkout (the code before a change).
+
+Reading speed is given per wall second and per CPU second of the reading process: on a shared machine the CPU
+time is the one that measures the code.
 
 It also times the start-up of a CLI: the imports of ``baselines.run`` and the first simulation of a tiny trace,
 which is numba loading its cache of compiled code.
@@ -41,8 +45,10 @@ CURIES = [p / "shared" / "traces" / "CEA-Curie-2011-2.1-cln.swf.gz" for p in (RO
 BUNDLED = ("lublin-256", "theta-2022", "sdsc-sp2", "hpc2n")
 #: Read twice: the first read includes numba loading its cache (once per process), the second is the reader alone.
 _READ = ("import sys, time, warnings; warnings.simplefilter('ignore'); from hpcgym import traces; "
-         "t0 = time.perf_counter(); traces.read(sys.argv[1], compact=True); t1 = time.perf_counter(); "
-         "df = traces.read(sys.argv[1], compact=True); print(t1 - t0, time.perf_counter() - t1, len(df))")
+         "kw = {'compact': True} if sys.argv[2] == 'compact' else {}; "
+         "t0 = time.perf_counter(); traces.read(sys.argv[1], **kw); t1 = time.perf_counter(); "
+         "c1 = time.process_time(); df = traces.read(sys.argv[1], **kw); "
+         "print(t1 - t0, time.perf_counter() - t1, time.process_time() - c1, len(df))")
 #: The start-up of a CLI: its imports, then numba loading its cache (the first compiled call of the process).
 _STARTUP = ("import time, numpy as np; t0 = time.perf_counter(); import baselines.run; t1 = time.perf_counter(); "
             "from hpcgym.sim.state import fresh; fresh(4, 4, True, False); t2 = time.perf_counter(); "
@@ -53,10 +59,10 @@ _STARTUP = ("import time, numpy as np; t0 = time.perf_counter(); import baseline
             "print(t1 - t0, t2 - t1, t4 - t3, t5 - t4)")
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Run ``cmd`` under ``/usr/bin/time``: (wall seconds, peak resident MB, stdout)."""
-    out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float, str]:
+    """Run ``cmd`` under ``/usr/bin/time`` (from ``cwd``): (wall seconds, peak resident MB, stdout)."""
+    out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True, cwd=cwd,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     if out.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
     wall, kb = out.stderr.strip().splitlines()[-1].split()
@@ -94,15 +100,15 @@ def machine_of(path: Path) -> tuple[int, int]:
     return mach.nodes, mach.cores_per_node
 
 
-def measure(name: str, path: Path, lines: int, plain_max: int) -> dict[str, object]:
-    """One row of the table."""
-    _, read_mb, text = timed([sys.executable, "-c", _READ, str(path)])
-    first, secs, jobs = (float(v) for v in text.split())
+def measure(name: str, path: Path, lines: int, plain_max: int, baseline: Path | None) -> dict[str, object]:
+    """One row of the table (and the baseline checkout's reader and baselines.run, when given)."""
+    _, read_mb, text = timed([sys.executable, "-c", _READ, str(path), "compact"])
+    first, secs, cpu, jobs = (float(v) for v in text.split())
     wall, mb, text = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
                             "--backfill", "easy", "--quiet"])
     ours = float(re.search(r"easy\s+[\d,.]+\s+[\d,.]+\s+([\d,.]+)", text).group(1).replace(",", ""))
     row = {"trace": name, "lines": lines, "jobs": int(jobs), "first read s": first, "read s": secs,
-           "lines/s": lines / secs,
+           "lines/s": lines / secs, "lines/CPU s": lines / cpu,
            "read MB": read_mb, "hpcgym s": wall, "hpcgym MB": mb, "B/job": mb * 2**20 / jobs}
     if jobs <= plain_max:
         nodes, cores = machine_of(path)
@@ -110,21 +116,26 @@ def measure(name: str, path: Path, lines: int, plain_max: int) -> dict[str, obje
                                    "--nodes", str(nodes), "--cores", str(cores)])
         theirs = float(re.search(r"wait_mean ([\d.]+)", ptext).group(1))
         row |= {"plain s": pwall, "plain MB": pmb, "speed-up": pwall / wall, "same": abs(ours - theirs) < 0.01}
+    if baseline is not None:
+        env = {"PYTHONPATH": str(baseline)}
+        bsecs = float(timed([sys.executable, "-c", _READ, str(path), "full"], env, baseline)[2].split()[1])
+        bwall, bmb, _ = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
+                               "--backfill", "easy", "--quiet"], env, baseline)
+        row |= {"before: lines/s": lines / bsecs, "before: hpcgym s": bwall, "before: MB": bmb}
     return row
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
     """The rows as a Markdown table."""
-    cols = ["trace", "jobs", "first read s", "read s", "lines/s", "read MB", "hpcgym s", "hpcgym MB", "B/job",
-            "plain s", "plain MB", "speed-up", "same"]
+    cols = ["trace", "jobs", "first read s", "read s", "lines/s", "lines/CPU s", "read MB", "hpcgym s", "hpcgym MB",
+            "B/job", "plain s", "plain MB", "speed-up", "same", "before: lines/s", "before: hpcgym s", "before: MB"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
         cells = []
         for c in cols:
             v = r.get(c, "-")
-            cells.append(f"{v:,.0f}" if isinstance(v, float) and c in ("lines/s", "read MB", "hpcgym MB", "plain MB",
-                                                                         "B/job")
+            cells.append(f"{v:,.0f}" if isinstance(v, float) and ("lines" in c or "MB" in c or c == "B/job")
                          else f"{v:.2f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) and
                          not isinstance(v, bool) else str(v))
         print("| " + " | ".join(cells) + " |")
@@ -137,6 +148,8 @@ def main() -> None:
     ap.add_argument("--plain-max", type=int, default=3_000_000, help="run the plain script up to this many jobs")
     ap.add_argument("--tmp", default=None, help="folder for the built traces (default: a temporary one)")
     ap.add_argument("--no-bundled", action="store_true", help="skip the bundled traces")
+    ap.add_argument("--baseline", type=Path, default=None, help="another checkout (e.g. main before this change): "
+                    "its reader (full tables) and baselines.run are timed on the same traces, in the same run")
     args = ap.parse_args()
     imports, numba_init, engine, reader = (float(v) for v in timed([sys.executable, "-c", _STARTUP])[2].split())
     print(f"start-up: imports of baselines.run {imports:.2f} s; numba's first cached function {numba_init:.2f} s "
@@ -155,7 +168,7 @@ def main() -> None:
                 repeat_trace(curie, k, path)
                 todo.append((f"cea-curie x{k}", path))
         for name, path in todo:
-            rows.append(measure(name, Path(path), data_lines(Path(path)), args.plain_max))
+            rows.append(measure(name, Path(path), data_lines(Path(path)), args.plain_max, args.baseline))
             print(f"measured {name}", file=sys.stderr, flush=True)
     print_table(rows)
 

@@ -110,11 +110,12 @@ def seconds(values: np.ndarray, column: str, field: str,
             text: np.ndarray | Callable[[int], str]) -> tuple[np.ndarray, Flag]:
     """Whole seconds (float64, already rounded; NaN: unknown) -> (int64 with -1 for unknown, the range :class:`Flag`).
 
-    Values out of range are flagged and held as 0, so no cast ever overflows.
+    Values out of range are flagged and held as 0, and negative ones (unknown) become -1, so no cast ever overflows.
     """
     flag = range_flag(values, column, field, text)
     missing = np.isnan(values)
-    return np.where(missing, -1, np.where(flag.mask | missing, 0, values)).astype(np.int64), flag
+    secs = np.where(missing | (values < 0), -1, np.where(flag.mask | missing, 0, values))  # < 0: unknown, no wrap
+    return secs.astype(np.int64), flag
 
 
 def submit_column(values: np.ndarray, text: np.ndarray | Callable[[int], str], field: str, rebase: bool = True,
@@ -143,22 +144,26 @@ def submit_column(values: np.ndarray, text: np.ndarray | Callable[[int], str], f
     return rel, start, Flag(flag.reason, field, over, text, limit)
 
 
-def exact_ints(values: np.ndarray, path: str | Path, field: str, line: Callable[[int], int],
-               text: Callable[[int], str], bounds: tuple[float, float] | None = None,
-               compact: bool = False) -> np.ndarray:
-    """Whole float64 values as int64 (int32 where all fit, when ``compact``).
+def exact_dtype(low: float, high: float, values: np.ndarray, path: str | Path, field: str,
+                line: Callable[[int], int], text: Callable[[int], str], compact: bool = True) -> type:
+    """The integer dtype of whole float64 ``values`` whose (min, max) is (``low``, ``high``).
 
-    A magnitude beyond :data:`MAX_EXACT` raises naming its line and field. ``bounds`` are the values' (min, max)
-    when the caller knows them (it saves two passes).
+    int32 where all fit and ``compact``, else int64. A magnitude beyond :data:`MAX_EXACT` raises naming its line
+    and field.
     """
-    if not len(values):
-        return values.astype(np.int32 if compact else np.int64)
-    lo, hi = bounds if bounds is not None else (values.min(), values.max())
-    if max(hi, -lo) > MAX_EXACT:
+    if max(high, -low) > MAX_EXACT:
         row = int(np.flatnonzero(np.abs(values) > MAX_EXACT)[0])
         raise TraceFormatError(path, line(row), field, f"{text(row)!r} is out of range (more than {MAX_EXACT:.3g})")
     small = np.iinfo(np.int32)
-    return values.astype(np.int32 if compact and small.min <= lo and hi <= small.max else np.int64)
+    return np.int32 if compact and small.min <= low and high <= small.max else np.int64
+
+
+def exact_ints(values: np.ndarray, path: str | Path, field: str, line: Callable[[int], int],
+               text: Callable[[int], str], compact: bool = False) -> np.ndarray:
+    """Whole float64 values as int64 (int32 where all fit, when ``compact``); see :func:`exact_dtype`."""
+    if not len(values):
+        return values.astype(np.int32 if compact else np.int64)
+    return values.astype(exact_dtype(values.min(), values.max(), values, path, field, line, text, compact))
 
 
 # ---- the rounding policy -----------------------------------------------------------------------------------------

@@ -30,6 +30,12 @@ BLOCK = 1 << 24
 _POW10 = np.array([10.0**k for k in range(16)])
 
 
+def is_gzip(path: str | Path) -> bool:
+    """Whether the file starts with gzip's magic number."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
 def open_bytes(path: str | Path):
     """The file opened for binary reading, through gzip when its first bytes are gzip's magic number."""
     fh = open(path, "rb")  # noqa: SIM115 - handed to the caller
@@ -40,31 +46,32 @@ def open_bytes(path: str | Path):
     return fh
 
 
-def blocks(fh, size: int | None = None) -> Iterator[bytearray]:
+def blocks(fh, size: int | None = None) -> Iterator[memoryview]:
     """Yield the stream's bytes in blocks of about ``size`` (default :data:`BLOCK`) that end after a line end.
 
-    A CR byte at a block's end stays for the next block, where an LF may follow it (one CRLF line end). Each block
-    is read into its own buffer (no copy of a whole block is made). The last block may lack a line end.
+    A CR byte at a block's end stays for the next block, where an LF may follow it (one CRLF line end). The last
+    block may lack a line end. Every block is a view of one buffer that the next block overwrites: use it (or copy
+    what you keep) before asking for the next. Reusing the buffer spares the kernel a page fault per page per block.
     """
     size = size or BLOCK
-    tail = b""
+    buf = bytearray(size)
+    tail = 0  # bytes carried over, at the buffer's start
     while True:
-        buf = bytearray(len(tail) + size)
-        buf[:len(tail)] = tail
-        got = fh.readinto(memoryview(buf)[len(tail):])
+        if len(buf) < tail + size:  # a line longer than a block: a bigger buffer (views of the old one live on)
+            buf = buf[:tail] + bytearray(size)
+        got = fh.readinto(memoryview(buf)[tail:tail + size])
+        end = tail + got
         if not got:
             if tail:
-                yield bytearray(tail)
+                yield memoryview(buf)[:tail]
             return
-        end = len(tail) + got
-        del buf[end:]
-        cut = max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, end - 1)) + 1
+        cut = max(buf.rfind(b"\n", 0, end), buf.rfind(b"\r", 0, end - 1)) + 1
         if cut == 0:  # no line end yet: read on
-            tail = bytes(buf)
+            tail = end
             continue
-        tail = bytes(buf[cut:])
-        del buf[cut:]
-        yield buf
+        yield memoryview(buf)[:cut]
+        buf[:end - cut] = buf[cut:end]
+        tail = end - cut
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -79,28 +86,22 @@ def _end(c):  # pragma: no cover - compiled
 
 # One loop, whose branches are the grammar: split into inlined helpers returning tuples, it ran 2 to 4 times slower.
 @nb.njit(cache=True, nogil=True)
-def scan(buf, rows, width, whole, line0, pow10):  # noqa: C901  # pragma: no cover - compiled
-    """Parse a block of whole lines (uint8 array, at most ``rows`` lines) whose first line is number ``line0 + 1``.
+def scan(buf, width, whole, line0, pow10, values, lines, status, starts, ends, low, high, comments):  # noqa: C901
+    """Parse a block of whole lines (uint8 array) whose first line is number ``line0 + 1``, into the given arrays.
 
     ``whole[f]`` says whether field ``f`` must hold a whole number: a fraction there makes the line :data:`SLOW`,
     so that the lines the caller need not look at are exactly the :data:`OK` ones.
 
-    Returns ``(values, lines, status, starts, ends, low, high, comments, last_line)``: the numbers as a float64
-    table with one row per field (each field contiguous) and one column per data line; per data line its 1-based
-    line number, status (:data:`OK`, :data:`FIELDS`, :data:`SLOW`) and byte range; per field the smallest and
-    largest value read (of the :data:`OK` lines); the byte ranges of the comment lines (an (m, 2) array); and the
-    number of the block's last line.
+    It fills: ``values``, the numbers as a float64 table with one row per field (each field contiguous) and one
+    column per data line; per data line its 1-based line number (``lines``), status (:data:`OK`, :data:`FIELDS`,
+    :data:`SLOW`) and byte range (``starts``, ``ends``); per field the smallest and largest value read (``low``,
+    ``high``, of the :data:`OK` lines); the byte ranges of the comment lines (``comments``, (m, 2)). They must
+    hold a row per line of the block. Returns (data lines, comment lines, the number of the block's last line).
     The current byte lives in ``c``; past the end it reads as a line end.
     """
     n = len(buf)
-    values = np.empty((width, rows))
-    lines = np.empty(rows, np.int64)
-    status = np.zeros(rows, np.uint8)
-    starts = np.empty(rows, np.int64)
-    ends = np.empty(rows, np.int64)
-    comments = np.empty((rows, 2), np.int64)
-    low = np.full(width, np.inf)
-    high = np.full(width, -np.inf)
+    low[:] = np.inf
+    high[:] = -np.inf
     r = nc = 0
     line = line0
     i = 0
@@ -174,12 +175,46 @@ def scan(buf, rows, width, whole, line0, pow10):  # noqa: C901  # pragma: no cov
         if i + 1 < n and buf[i] == 13 and buf[i + 1] == 10:  # CRLF: one line end
             i += 1
         i += 1
-    return values[:, :r], lines[:r], status[:r], starts[:r], ends[:r], low, high, comments[:nc], line
+    return r, nc, line
 
 
-def parse_block(block: bytes | bytearray, width: int, line0: int, whole: np.ndarray | None = None):
-    """:func:`scan` of a bytes block (see there); ``whole`` defaults to no field."""
-    buf = np.frombuffer(block, np.uint8)
-    rows = int(np.count_nonzero(buf == 10)) + int(np.count_nonzero(buf == 13)) + 1
-    whole = np.zeros(width, np.bool_) if whole is None else whole
-    return scan(buf, rows, width, whole, line0, _POW10)
+class Scanner:
+    """:func:`scan` with its output arrays kept from one block to the next (grown when a block has more lines).
+
+    Args:
+        width: fields per data line.
+        whole: per field, whether it must hold whole numbers (default: none).
+    """
+
+    def __init__(self, width: int, whole: np.ndarray | None = None):
+        self.width = width
+        self.whole = np.zeros(width, np.bool_) if whole is None else np.asarray(whole, np.bool_)
+        self.low, self.high = np.empty(width), np.empty(width)
+        self._grow(0)
+
+    def _grow(self, rows: int) -> None:
+        self.rows = rows
+        self.values = np.empty((self.width, rows))
+        self.lines, self.starts, self.ends = (np.empty(rows, np.int64) for _ in range(3))
+        self.status = np.empty(rows, np.uint8)
+        self.comments = np.empty((rows, 2), np.int64)
+
+    def parse(self, block, line0: int):
+        """Parse a block (bytes-like) whose first line is ``line0 + 1``.
+
+        Returns ``(values, lines, status, starts, ends, low, high, comments, last_line)`` (see :func:`scan`), as
+        views of the scanner's arrays: the next :meth:`parse` overwrites them.
+        """
+        buf = np.frombuffer(block, np.uint8)
+        rows = int(np.count_nonzero(buf == 10)) + int(np.count_nonzero(buf == 13)) + 1
+        if rows > self.rows:
+            self._grow(rows + rows // 4)
+        r, nc, last = scan(buf, self.width, self.whole, line0, _POW10, self.values, self.lines, self.status,
+                           self.starts, self.ends, self.low, self.high, self.comments)
+        return (self.values[:, :r], self.lines[:r], self.status[:r], self.starts[:r], self.ends[:r], self.low,
+                self.high, self.comments[:nc], last)
+
+
+def parse_block(block, width: int, line0: int, whole: np.ndarray | None = None):
+    """:meth:`Scanner.parse` of one block, into fresh arrays (see :func:`scan`); ``whole`` defaults to no field."""
+    return Scanner(width, whole).parse(block, line0)

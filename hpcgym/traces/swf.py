@@ -40,7 +40,16 @@ from hpcgym import jobs
 from hpcgym.errors import TraceFormatError, warn
 from hpcgym.machines import Machine, from_swf_header, get, header_int
 from hpcgym.traces import _scan
-from hpcgym.traces._io import Rounding, atomic_write_bytes, exact_ints, finish, seconds, submit_column
+from hpcgym.traces._io import (
+    LIMITS,
+    Flag,
+    Rounding,
+    atomic_write_bytes,
+    exact_dtype,
+    finish,
+    range_flag,
+    submit_column,
+)
 
 FIELDS: tuple[str, ...] = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
@@ -93,7 +102,8 @@ class _Stream:
     """A file's bytes, streamed in blocks of whole lines (:func:`hpcgym.traces._scan.blocks`), with its checks.
 
     Damaged gzip data, UTF-16 text and a file that holds only blank bytes raise
-    :class:`~hpcgym.errors.TraceFormatError` naming the file; a UTF-8 byte-order mark is skipped.
+    :class:`~hpcgym.errors.TraceFormatError` naming the file; a UTF-8 byte-order mark is skipped. The blocks are
+    views of one buffer (see :func:`~hpcgym.traces._scan.blocks`).
     """
 
     def __init__(self, path: str | Path):
@@ -108,7 +118,8 @@ class _Stream:
                     if i == 0:
                         block = self._first(block)
                     self.size += len(block)
-                    self.blank = self.blank and (not block or block.isspace())
+                    if self.blank:
+                        self.blank = not len(block) or bytes(block[:4096]).isspace() and bytes(block).isspace()
                     yield block
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             cls = type(exc)
@@ -119,21 +130,25 @@ class _Stream:
             raise TraceFormatError(self.path, None, None, "the file is empty: no header and no jobs"
                                    + (f" ({self.size} blank bytes)" if self.size else ""))
 
-    def _first(self, block: bytes) -> bytes:
-        if block[:2] in _UTF16_BOMS:
+    def _first(self, block: memoryview) -> memoryview:
+        if bytes(block[:2]) in _UTF16_BOMS:
             raise TraceFormatError(self.path, 1, None, "the text is UTF-16; SWF is ASCII. Convert it, e.g. with "
                                    "iconv -f UTF-16 -t UTF-8.")
-        return block[len(_UTF8_BOM):] if block.startswith(_UTF8_BOM) else block
+        return block[len(_UTF8_BOM):] if bytes(block[:3]) == _UTF8_BOM else block
+
+    def lines(self):
+        """Yield ``(block, parsed)`` for each block (:meth:`hpcgym.traces._scan.Scanner.parse`, any field)."""
+        scanner = _scan.Scanner(len(FIELDS))
+        line = 0
+        for block in self:
+            parsed = scanner.parse(block, line)
+            line = parsed[-1]
+            yield block, parsed
 
 
 def read_header(path: str | Path) -> dict[str, Any]:
     """Return the parsed header of an SWF file."""
-    comments: list[bytes] = []
-    line = 0
-    for block in _Stream(path):
-        *_, spans, line = _scan.parse_block(block, len(FIELDS), line)
-        comments += [bytes(block[a:b]).strip() for a, b in spans]
-    return parse_header(comments)
+    return parse_header([bytes(block[a:b]).strip() for block, parsed in _Stream(path).lines() for a, b in parsed[7]])
 
 
 def _number(token: bytes) -> float:
@@ -167,13 +182,13 @@ def _locate_error(path: str | Path, data: list[bytes], numbers: np.ndarray,
                 raise TraceFormatError(path, int(number), _field_name(i), f"{value} is not a whole number{hint}")
 
 
-def _check_block(path: str | Path, block: bytearray, parsed: tuple, allowed: frozenset[int]) -> None:
+def _check_block(path: str | Path, block: memoryview, parsed: tuple, allowed: frozenset[int]) -> None:
     """Re-parse the lines the compiled scan left to Python; raise at the first malformed line of the block."""
     values, lines, status, starts, ends = parsed[:5]
     bad = status == _scan.FIELDS
     for r in np.flatnonzero(status == _scan.SLOW):
         try:
-            values[:, r] = [_number(t) for t in block[starts[r]:ends[r]].split()]
+            values[:, r] = [_number(t) for t in bytes(block[starts[r]:ends[r]]).split()]
         except ValueError:
             bad[r] = True
     whole = np.isfinite(values)
@@ -187,15 +202,15 @@ def _check_block(path: str | Path, block: bytearray, parsed: tuple, allowed: fro
         raise TraceFormatError(path, int(lines[r]), _field_name(col), "missing or not a whole number")
 
 
-def _line_token(path: str | Path, line: int, field: int) -> str:
-    """The text of one field of one line (for a message: the file is read again up to that line)."""
-    for block in _Stream(path):
-        *_, last = _scan.parse_block(block, len(FIELDS), 0)
-        if last >= line:
-            text = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[line - 1]
-            return text.split()[field].decode(errors="replace")
-        line -= last
-    return "?"
+def _row_token(path: str | Path, row: int, field: int) -> tuple[int, str]:
+    """The line of data row ``row`` and the text of its ``field``, for a message: the file is read again."""
+    for block, parsed in _Stream(path).lines():
+        lines, starts, ends = parsed[1], parsed[3], parsed[4]
+        if row < len(lines):
+            tokens = bytes(block[starts[row]:ends[row]]).split()
+            return int(lines[row]), tokens[field].decode(errors="replace") if field < len(tokens) else "?"
+        row -= len(lines)
+    return 0, "?"
 
 
 def _resolve_machine(machine: str | Machine | None, header: dict[str, Any], path: str | Path) -> Machine:
@@ -260,68 +275,135 @@ _FLOAT_COLUMNS = ("cpu_time",)
 
 
 class _Columns:
-    """The columns of an SWF file, gathered block by block (integers compact; times as float64 until the end)."""
+    """The columns of an SWF file, gathered block by block.
+
+    Integers are compact, runtimes and walltimes range-checked (:func:`hpcgym.traces._io.range_flag`) as they
+    come, submit times kept as float64 until the whole file is known.
+    """
 
     def __init__(self, path: str | Path, rounding: Rounding, extra: bool):
         self.path, self.rounding, self.extra = path, rounding, extra
-        self.parts: dict[str, list[np.ndarray]] = {}
+        self.columns: dict[str, np.ndarray] = {}
+        self.rows = 0
+        try:
+            self.size = Path(path).stat().st_size if not _scan.is_gzip(path) else 0
+        except OSError:
+            self.size = 0
+        self.seen = 0
 
-    def add(self, block: bytearray, parsed: tuple) -> None:
-        """Convert one parsed block (its lines already checked) and keep its columns."""
+    def add(self, block: memoryview, parsed: tuple) -> None:
+        """Convert one parsed block (its lines already checked) into the file's columns.
+
+        The block's table (the scanner's, overwritten by the next block) is rounded and checked in place, and each
+        column is written straight into the file's: a temporary per column and block would cost more in page
+        faults than the conversion itself (the allocator hands such memory back to the system between blocks).
+        """
         t, lines, status, starts, ends, lo, hi = parsed[:7]
+        n = t.shape[1]
+        self._reserve(n, len(block))
         if (status != _scan.OK).any():  # the slow lines' values came from Python
             lo, hi = t.min(axis=1), t.max(axis=1)
 
         def text(col: int):
-            return lambda r: block[starts[r]:ends[r]].split()[col].decode(errors="replace")
+            return lambda r: bytes(block[starts[r]:ends[r]]).split()[col].decode(errors="replace")
 
         def line(r: int) -> int:
             return int(lines[r])
 
         def whole(col: int, key: str) -> np.ndarray:  # lines the scan passed are whole where no policy rounds
-            if key not in self.rounding.policy:
-                return np.ceil(t[col]) if key == "run" else t[col].copy()
-            return self.rounding.whole(t[col], key, _field_name(col), line, text(col))
+            if key in self.rounding.policy:
+                t[col] = self.rounding.whole(t[col], key, _field_name(col), line, text(col))
+                lo[col], hi[col] = (t[col].min(), t[col].max()) if n else (0, 0)
+            elif key == "run":  # a fractional field, rounded up
+                np.ceil(t[col], out=t[col])
+            return t[col]
 
-        def ints(col: int, values: np.ndarray | None = None) -> np.ndarray:
-            bounds = (lo[col], hi[col]) if values is None else None
-            values = t[col] if values is None else values
-            return exact_ints(values, self.path, _field_name(col), line, text(col), bounds=bounds, compact=True)
+        def dtype(col: int) -> type | None:  # int32 or int64 from the bounds; beyond 2**53 raises
+            return exact_dtype(lo[col], hi[col], t[col], self.path, _field_name(col), line, text(col)) if n else None
 
-        req, alloc = ints(7, whole(7, "procs")), ints(4, whole(4, "procs"))
-        keep = {"line": lines.astype(np.int32) if len(lines) and lines[-1] < 2**31 else lines,
-                "job_id": ints(0), "submit": whole(1, "submit"), "run": whole(3, "run"), "wall": whole(8, "walltime"),
-                "procs": np.where(req > 0, req, alloc), "user": ints(11), "group": ints(12), "queue": ints(14),
-                "code": ints(10)}
+        def put(name: str, col: int) -> None:
+            self._put(name, t[col], dtype(col))
+
+        def duration(name: str, col: int, key: str) -> None:
+            values = whole(col, key)
+            over = range_flag(values, key, _field_name(col), text(col)).mask
+            self._put(name + "_over", over)
+            np.maximum(values, -1, out=values)  # negative: unknown (-1), never wrapped by the cast
+            values[over] = 0
+            self._put(name, values, np.int32)  # the range check leaves int32 values
+
+        whole(7, "procs"), whole(4, "procs")
+        wide = np.int64 in (dtype(7), dtype(4))
+        self._put("procs", t[7], np.int64 if wide else None)  # requested processors, else allocated
+        np.copyto(self._view("procs"), t[4], casting="unsafe", where=t[7] <= 0)
+        duration("run", 3, "run")
+        duration("wall", 8, "walltime")
+        self._put("submit", whole(1, "submit"))
+        for name, col in (("job_id", 0), ("user", 11), ("group", 12), ("queue", 14), ("code", 10)):
+            put(name, col)
         if self.extra:
-            for name, field in jobs.OPTIONAL_COLUMNS.items():
-                if name in _FLOAT_COLUMNS:
-                    keep[name] = t[field - 1].copy()
-                elif name == "wait":
-                    keep[name] = ints(field - 1, whole(field - 1, "wait"))
-                else:
-                    keep[name] = ints(field - 1, np.trunc(t[field - 1]))
-        for name, values in keep.items():
-            self.parts.setdefault(name, []).append(values)
+            self._optional(t, put, whole)
+        self.rows += n
+
+    def _optional(self, t: np.ndarray, put, whole) -> None:
+        """The optional SWF columns of a block (:data:`hpcgym.jobs.OPTIONAL_COLUMNS`)."""
+        for name, field in jobs.OPTIONAL_COLUMNS.items():
+            if name in _FLOAT_COLUMNS:
+                self._put(name, t[field - 1])
+                continue
+            if name == "wait":
+                whole(field - 1, "wait")
+            else:  # memory fields may hold fractions: kept as whole numbers, as before
+                np.trunc(t[field - 1], out=t[field - 1])
+            put(name, field - 1)
+
+    def _reserve(self, n: int, size: int) -> None:
+        """Room for ``n`` more rows. The columns are sized once from the file's size (and grown if short)."""
+        self.seen += size
+        if not self.columns or self.rows + n > self._capacity():
+            guess = self.rows + n if not self.size else int((self.rows + n) * self.size / max(self.seen, 1) * 1.02)
+            self._grow(max(guess, int((self.rows + n) * 1.25)) + 16)
+        self._n = n
+
+    def _view(self, name: str) -> np.ndarray:
+        return self.columns[name][self.rows:self.rows + self._n]
+
+    def _put(self, name: str, values: np.ndarray, dtype: type | None = None) -> None:
+        """Write a block's column; an integer column turns int64 for good when a block needs it."""
+        col = self.columns[name]
+        if dtype is not None and np.dtype(dtype).itemsize > col.dtype.itemsize:
+            col = self.columns[name] = col.astype(dtype)
+        col[self.rows:self.rows + len(values)] = values
+
+    def _capacity(self) -> int:
+        return len(self.columns["job_id"]) if self.columns else 0
+
+    def _grow(self, capacity: int) -> None:
+        kinds = {"submit": np.float64, "cpu_time": np.float64, "run_over": bool, "wall_over": bool}
+        names = ["job_id", "submit", "run", "run_over", "wall", "wall_over", "procs", "user", "group", "queue", "code"]
+        for name in names + (list(jobs.OPTIONAL_COLUMNS) if self.extra else []):
+            old = self.columns.get(name)
+            col = np.empty(capacity, old.dtype if old is not None else kinds.get(name, np.int32))
+            if old is not None:
+                col[:self.rows] = old[:self.rows]
+            self.columns[name] = col
 
     def pop(self, name: str) -> np.ndarray:
-        """One column of the whole file (its blocks are released)."""
-        parts = self.parts.pop(name, [])
-        if len(parts) == 1:
-            return parts[0]
-        return np.concatenate(parts) if parts else np.empty(0, np.float64 if name in ("submit", "run", "wall")
-                                                            else np.int32)
+        """One column of the whole file (a view of its first rows)."""
+        if not self.columns:
+            self._grow(0)
+        return self.columns.pop(name)[:self.rows]
 
 
 def _scan_file(path: str | Path, rounding: Rounding, extra: bool) -> tuple[list[bytes], _Columns]:
     """Stream the file: (its comment lines, its columns). A malformed line raises naming its line and field."""
     allowed = frozenset(_FRACTIONAL) | {i for i, key in _ROUND_KEYS.items() if key in rounding.policy}
-    whole = np.array([i not in allowed for i in range(len(FIELDS))])
+    scanner = _scan.Scanner(len(FIELDS), np.array([i not in allowed for i in range(len(FIELDS))]))
     comments: list[bytes] = []
     cols = _Columns(path, rounding, extra)
     line = 0
     for block in _Stream(path):
-        parsed = _scan.parse_block(block, len(FIELDS), line, whole)
+        parsed = scanner.parse(block, line)
         *_, spans, line = parsed
         comments += [bytes(block[a:b]).strip() for a, b in spans]
         if (parsed[2] != _scan.OK).any():
@@ -384,15 +466,15 @@ def read_swf(
     conflict = _header_conflict(header, mach, path) if machine is not None else None
     if conflict:
         warn(conflict)
-    table, flags, unix_start, lines = _table(path, cols, mach, _unix_start(header))
+    table, flags, unix_start = _table(path, cols, mach, _unix_start(header))
     codes = table.pop("code")
     odd = _odd_codes(codes, table, mach, flags)
     table["status"] = _status(codes)
     del codes
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = finish(table, mach, on_invalid, path, name, unix_start, lines, header, flags,
-                     on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired,
+        out = finish(table, mach, on_invalid, path, name, unix_start, lambda row: _row_token(path, row, 0)[0],
+                     header, flags, on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired,
                      id_field=_field_name(0))
     _one_warning(path, caught, odd)
     out.attrs["status_codes"] = odd
@@ -400,17 +482,17 @@ def read_swf(
 
 
 def _table(path: str | Path, cols: _Columns, mach: Machine, unix_start: int):
-    """The reader's columns from the file's: (columns, range flags, Unix start, line numbers)."""
-    lines = cols.pop("line")
+    """The reader's columns from the file's: (columns, range flags, Unix start)."""
 
     def text(field: int):
-        return lambda r: _line_token(path, int(lines[r]), field)
+        return lambda r: _row_token(path, r, field)[1]
 
     unix = None if unix_start == 0 else False
     submit, first, submit_flag = submit_column(cols.pop("submit"), text(1), _field_name(1), rebase=False, unix=unix)
     unix_start = unix_start or first
-    run, run_flag = seconds(cols.pop("run"), "run", _field_name(3), text(3))
-    wall, wall_flag = seconds(cols.pop("wall"), "walltime", _field_name(8), text(8))
+    run, wall = cols.pop("run"), cols.pop("wall")
+    flags = [submit_flag, Flag("run out of range", _field_name(3), cols.pop("run_over"), text(3), LIMITS["run"][1]),
+             Flag("walltime out of range", _field_name(8), cols.pop("wall_over"), text(8), LIMITS["walltime"][1])]
     known = wall > 0
     wall = np.where(known, wall, run)
     procs = cols.pop("procs")
@@ -419,9 +501,9 @@ def _table(path: str | Path, cols: _Columns, mach: Machine, unix_start: int):
     table = {"job_id": cols.pop("job_id"), "submit": submit, "run": run, "walltime": wall, "nodes": nodes,
              "procs": procs, "user": cols.pop("user"), "group": cols.pop("group"), "queue": cols.pop("queue"),
              "walltime_known": known, "code": cols.pop("code")}
-    for name in list(cols.parts):
+    for name in list(cols.columns):
         table[name] = cols.pop(name)
-    return table, [submit_flag, run_flag, wall_flag], unix_start, lines
+    return table, flags, unix_start
 
 
 def _odd_codes(codes: np.ndarray, table: dict[str, np.ndarray], mach: Machine, flags: list) -> dict[int, int]:
