@@ -311,11 +311,12 @@ class CsvSource:
         path: the file.
         required: columns the file must have (else :class:`~hpcgym.errors.TraceFormatError` naming them).
         numeric: columns to parse as numbers.
-        text: columns to keep as text.
+        text: columns to keep as text (categoricals).
+        strings: columns to keep as strings, one per row (timestamps, say).
     """
 
     def __init__(self, path: str | Path, required: tuple[str, ...] = (), numeric: tuple[str, ...] = (),
-                 text: tuple[str, ...] = ()):
+                 text: tuple[str, ...] = (), strings: tuple[str, ...] = ()):
         self.path = path
         self.header = csv_header(path)
         missing = [c for c in required if c not in self.header]
@@ -325,7 +326,8 @@ class CsvSource:
         self._compression = "gzip" if is_gzip(path) else None
         numeric = tuple(dict.fromkeys(c for c in numeric if c in self.header))
         text = tuple(dict.fromkeys(c for c in text if c in self.header and c not in numeric))
-        dtypes = {c: np.float64 for c in numeric} | {c: "category" for c in text}
+        strings = tuple(c for c in dict.fromkeys(strings) if c in self.header and c not in numeric + text)
+        dtypes = {c: np.float64 for c in numeric} | {c: "category" for c in text} | {c: str for c in strings}
         try:
             table = pd.read_csv(path, usecols=list(dtypes), dtype=dtypes, engine="c", na_values=[""],
                                 keep_default_na=False, compression=self._compression)
@@ -336,6 +338,8 @@ class CsvSource:
         self.rows = len(table) if table is not None else len(next(iter(self._strings.values()), ()))
         self._numbers = {c: table[c].to_numpy() for c in numeric} if table is not None else {}
         self._text = {c: table[c] for c in text} if table is not None else {}
+        if table is not None:
+            self._strings |= {c: table[c].fillna("") for c in strings}
 
     def has_numbers(self, col: str) -> bool:
         """Whether the fast path read ``col`` as numbers."""

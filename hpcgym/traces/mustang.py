@@ -59,18 +59,18 @@ def read_mustang(
     """
     mach = get(machine)
     src = CsvSource(path, REQUIRED, numeric=("node_count", "tasks_requested", "user_ID", "group_ID"),
-                    text=("job_status",))
+                    text=("job_status",), strings=("submit_time", "start_time", "end_time", "wallclock_limit"))
     rounding = Rounding(round, path)
     submit = _seconds(src, "submit_time")
     start = _seconds(src, "start_time", optional=True)
     end = _seconds(src, "end_time", optional=True)
-    limit = pd.to_timedelta(src.strings("wallclock_limit"), errors="coerce")
-    if limit.isna().any():
-        row = int(np.flatnonzero(limit.isna().to_numpy())[0])
+    codes, limits = pd.factorize(src.strings("wallclock_limit"))  # a log repeats its limits: parse each once
+    limit = pd.to_timedelta(limits, errors="coerce").total_seconds().to_numpy()[codes]
+    if np.isnan(limit).any():
+        row = int(np.flatnonzero(np.isnan(limit))[0])
         raise TraceFormatError(path, src.line(row), "wallclock_limit",
                                f"{src.strings('wallclock_limit').iat[row]!r} is not a duration")
-    limit_s = rounding.whole(limit.dt.total_seconds().to_numpy(), "walltime", "wallclock_limit", src.line,
-                             src.value_text("wallclock_limit"))
+    limit_s = rounding.whole(limit, "walltime", "wallclock_limit", src.line, src.value_text("wallclock_limit"))
     wall, wall_flag = seconds(limit_s, "walltime", "wallclock_limit", src.value_text("wallclock_limit"))
     duration = rounding.whole(end - start, "run", "end_time", src.line, src.value_text("end_time"))
     run, run_flag = seconds(duration, "run", "end_time", src.value_text("end_time"))
