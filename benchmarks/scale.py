@@ -11,8 +11,8 @@ repository). For each trace it reports, each measured in a fresh process:
 
 - **read**: ``traces.read(path, compact=True)``, twice: the first read's seconds (numba loads its cache then), the
   second's in data lines per second, and the process's peak memory;
-- **hpcgym**: ``python -m baselines.run --trace PATH --policy fcfs --backfill easy --quiet``: wall time and peak
-  memory (``/usr/bin/time``), and the peak per job;
+- **hpcgym**: ``python -m baselines.run --trace PATH --policy fcfs --backfill easy --quiet``: wall and CPU time
+  and peak memory (``/usr/bin/time``), and the peak per job;
 - **plain**: ``benchmarks/plain_easy.py``, which parses the SWF file itself and schedules FCFS + EASY with ``heapq``
   (skipped above ``--plain-max`` jobs: at 25 M jobs it needs hours and tens of GB);
 - the speed-up of hpcgym over the plain script, and whether both found the same mean wait (they must);
@@ -59,14 +59,14 @@ _STARTUP = ("import time, numpy as np; t0 = time.perf_counter(); import baseline
             "print(t1 - t0, t2 - t1, t4 - t3, t5 - t4)")
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float, str]:
-    """Run ``cmd`` under ``/usr/bin/time`` (from ``cwd``): (wall seconds, peak resident MB, stdout)."""
-    out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True, cwd=cwd,
+def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float, str, float]:
+    """Run ``cmd`` under ``/usr/bin/time`` (from ``cwd``): (wall seconds, peak resident MB, stdout, CPU seconds)."""
+    out = subprocess.run(["/usr/bin/time", "-f", "%e %M %U %S", *cmd], capture_output=True, text=True, cwd=cwd,
                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     if out.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
-    wall, kb = out.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(kb) / 1024, out.stdout
+    wall, kb, user, system = out.stderr.strip().splitlines()[-1].split()
+    return float(wall), int(kb) / 1024, out.stdout, float(user) + float(system)
 
 
 def repeat_trace(source: Path, copies: int, out: Path) -> int:
@@ -102,33 +102,35 @@ def machine_of(path: Path) -> tuple[int, int]:
 
 def measure(name: str, path: Path, lines: int, plain_max: int, baseline: Path | None) -> dict[str, object]:
     """One row of the table (and the baseline checkout's reader and baselines.run, when given)."""
-    _, read_mb, text = timed([sys.executable, "-c", _READ, str(path), "compact"])
+    _, read_mb, text, _ = timed([sys.executable, "-c", _READ, str(path), "compact"])
     first, secs, cpu, jobs = (float(v) for v in text.split())
-    wall, mb, text = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
-                            "--backfill", "easy", "--quiet"])
+    wall, mb, text, cpu = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
+                                 "--backfill", "easy", "--quiet"])
     ours = float(re.search(r"easy\s+[\d,.]+\s+[\d,.]+\s+([\d,.]+)", text).group(1).replace(",", ""))
     row = {"trace": name, "lines": lines, "jobs": int(jobs), "first read s": first, "read s": secs,
            "lines/s": lines / secs, "lines/CPU s": lines / cpu,
-           "read MB": read_mb, "hpcgym s": wall, "hpcgym MB": mb, "B/job": mb * 2**20 / jobs}
+           "read MB": read_mb, "hpcgym s": wall, "hpcgym CPU s": cpu, "hpcgym MB": mb, "B/job": mb * 2**20 / jobs}
     if jobs <= plain_max:
         nodes, cores = machine_of(path)
-        pwall, pmb, ptext = timed([sys.executable, str(ROOT / "benchmarks" / "plain_easy.py"), str(path),
-                                   "--nodes", str(nodes), "--cores", str(cores)])
+        pwall, pmb, ptext, pcpu = timed([sys.executable, str(ROOT / "benchmarks" / "plain_easy.py"), str(path),
+                                         "--nodes", str(nodes), "--cores", str(cores)])
         theirs = float(re.search(r"wait_mean ([\d.]+)", ptext).group(1))
-        row |= {"plain s": pwall, "plain MB": pmb, "speed-up": pwall / wall, "same": abs(ours - theirs) < 0.01}
+        row |= {"plain s": pwall, "plain CPU s": pcpu, "plain MB": pmb, "speed-up": pwall / wall,
+                "CPU speed-up": pcpu / cpu, "same": abs(ours - theirs) < 0.01}
     if baseline is not None:
         env = {"PYTHONPATH": str(baseline)}
         bsecs = float(timed([sys.executable, "-c", _READ, str(path), "full"], env, baseline)[2].split()[1])
-        bwall, bmb, _ = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
-                               "--backfill", "easy", "--quiet"], env, baseline)
-        row |= {"before: lines/s": lines / bsecs, "before: hpcgym s": bwall, "before: MB": bmb}
+        bwall, bmb, _, bcpu = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
+                                     "--backfill", "easy", "--quiet"], env, baseline)
+        row |= {"before: lines/s": lines / bsecs, "before: hpcgym s": bwall, "before: CPU s": bcpu, "before: MB": bmb}
     return row
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
     """The rows as a Markdown table."""
-    cols = ["trace", "jobs", "first read s", "read s", "lines/s", "lines/CPU s", "read MB", "hpcgym s", "hpcgym MB",
-            "B/job", "plain s", "plain MB", "speed-up", "same", "before: lines/s", "before: hpcgym s", "before: MB"]
+    cols = ["trace", "jobs", "first read s", "read s", "lines/s", "lines/CPU s", "read MB", "hpcgym s", "hpcgym CPU s",
+            "hpcgym MB", "B/job", "plain s", "plain CPU s", "plain MB", "speed-up", "CPU speed-up", "same",
+            "before: lines/s", "before: hpcgym s", "before: CPU s", "before: MB"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:

@@ -26,7 +26,8 @@ def test_plain_decimals_parse_exactly_like_python():
     assert lines.tolist() == list(range(1, len(tokens) + 1))
 
 
-@pytest.mark.parametrize("token", ["1e3", "nan", "inf", "1234567890123456", "0.000000000000001", "1_000", "x", "-", ".", "5-", "0x10"])
+@pytest.mark.parametrize("token", ["1e3", "nan", "inf", "1234567890123456", "0.000000000000001", "1_000", "x", "-",
+                                   ".", "5-", "0x10"])
 def test_other_tokens_are_left_to_python(token):
     _, _, status, *_ = _scan.parse_block(f"1 {token} 3\n".encode(), 3, 0)
     assert status.tolist() == [_scan.SLOW]

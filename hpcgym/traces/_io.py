@@ -11,7 +11,8 @@ A reader (SWF, ALCF, Mustang, generic CSV, and any new one) turns its file into 
   ``"walltime out of range"``), counted beside the reasons of :data:`hpcgym.jobs.INVALID_REASONS`, and with
   ``on_invalid="error"`` raised as ``job <id>: run out of range: '1e30', expected at most 2147483647 s``. So does a
   submit time before 1973 in a file whose times are Unix times. A negative submit time is the usual "unknown"
-  (reason ``"submit unknown"``). Ids and counts beyond :data:`MAX_EXACT` (:func:`exact_ints`) are a format error.
+  (reason ``"submit unknown"``). Ids and counts beyond :data:`MAX_EXACT` (:func:`exact_dtype`, :func:`exact_ints`)
+  are a format error.
 - **The rounding policy** (:class:`Rounding`, the readers' ``round=`` and the CLIs' ``--round``): what to do with a
   value that should be a whole number and is not. Counts (``nodes``, ``procs``) must be whole unless ``round=``
   names them; times have the canonical table's defaults (runtimes and walltimes round up, submit times down), which

@@ -23,6 +23,8 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+from hpcgym.traces._io import is_gzip
+
 #: Line statuses from :func:`scan`.
 OK, FIELDS, SLOW = 0, 1, 2
 #: Bytes per block read (whole lines are carried over to the next block).
@@ -30,20 +32,9 @@ BLOCK = 1 << 24
 _POW10 = np.array([10.0**k for k in range(16)])
 
 
-def is_gzip(path: str | Path) -> bool:
-    """Whether the file starts with gzip's magic number."""
-    with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
-
-
 def open_bytes(path: str | Path):
     """The file opened for binary reading, through gzip when its first bytes are gzip's magic number."""
-    fh = open(path, "rb")  # noqa: SIM115 - handed to the caller
-    if fh.read(2) == b"\x1f\x8b":
-        fh.close()
-        return gzip.open(path, "rb")
-    fh.seek(0)
-    return fh
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 
 def blocks(fh, size: int | None = None) -> Iterator[memoryview]:

@@ -47,6 +47,7 @@ from hpcgym.traces._io import (
     atomic_write_bytes,
     exact_dtype,
     finish,
+    is_gzip,
     range_flag,
     submit_column,
 )
@@ -286,7 +287,7 @@ class _Columns:
         self.columns: dict[str, np.ndarray] = {}
         self.rows = 0
         try:
-            self.size = Path(path).stat().st_size if not _scan.is_gzip(path) else 0
+            self.size = Path(path).stat().st_size if not is_gzip(path) else 0
         except OSError:
             self.size = 0
         self.seen = 0
