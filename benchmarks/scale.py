@@ -103,12 +103,12 @@ def machine_of(path: Path) -> tuple[int, int]:
 def measure(name: str, path: Path, lines: int, plain_max: int, baseline: Path | None) -> dict[str, object]:
     """One row of the table (and the baseline checkout's reader and baselines.run, when given)."""
     _, read_mb, text, _ = timed([sys.executable, "-c", _READ, str(path), "compact"])
-    first, secs, cpu, jobs = (float(v) for v in text.split())
+    first, secs, read_cpu, jobs = (float(v) for v in text.split())
     wall, mb, text, cpu = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
                                  "--backfill", "easy", "--quiet"])
     ours = float(re.search(r"easy\s+[\d,.]+\s+[\d,.]+\s+([\d,.]+)", text).group(1).replace(",", ""))
     row = {"trace": name, "lines": lines, "jobs": int(jobs), "first read s": first, "read s": secs,
-           "lines/s": lines / secs, "lines/CPU s": lines / cpu,
+           "lines/s": lines / secs, "lines/CPU s": lines / read_cpu,
            "read MB": read_mb, "hpcgym s": wall, "hpcgym CPU s": cpu, "hpcgym MB": mb, "B/job": mb * 2**20 / jobs}
     if jobs <= plain_max:
         nodes, cores = machine_of(path)
