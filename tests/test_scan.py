@@ -77,3 +77,15 @@ def test_errors_name_the_same_line_when_blocks_are_cut(monkeypatch, size):
     with pytest.raises(TraceFormatError) as cut:
         read_swf(DATA / "bad_cr_only.swf")
     assert (cut.value.line, cut.value.field, str(cut.value)) == (exc.value.line, exc.value.field, str(exc.value))
+
+
+def test_a_gzipped_file_streams_in_blocks_like_the_plain_one(monkeypatch, tmp_path):
+    import gzip
+
+    packed = tmp_path / "exit_codes.swf.gz"
+    packed.write_bytes(gzip.compress((DATA / "exit_codes.swf").read_bytes()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = read_swf(DATA / "exit_codes.swf")
+        monkeypatch.setattr(_scan, "BLOCK", 23)
+        pd.testing.assert_frame_equal(plain, read_swf(packed))
