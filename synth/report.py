@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = parse_args(argv)
     try:
-        real = load_real(args.real, args.jobs, format=args.format, machine=args.machine, columns=args.columns)
+        real = load_real(args.real, args.jobs, **cli.read_options(args))
     except (KeyError, OSError, ValueError) as exc:
         raise ValueError(f"--real {args.real!r}: {exc}") from None
     machines.get(real.attrs["machine"])  # fail early on a trace without a machine
