@@ -45,27 +45,28 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    from the training users' activity profile (their session counts, sorted, with the ids dropped). Groups and
    queues are not modelled (``-1``, unknown). A log without user ids (anonymised: every id ``-1``) gives samples
    without them too (``-1``); sessions are then the runs of equal requests.
-7. **Load.** The samples offer the training jobs' offered load (node-seconds asked for over the submit span times
-   the machine's nodes), or ``load`` when it is given, through a **governor** on the arrival clock. Once a sample's
-   requests and runtimes are drawn, the clock runs again with the same random numbers, and each gap is stretched by
-   ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work submitted so far
-   divided by the target's node-seconds per second, minus the time elapsed, and ``horizon`` is :data:`GOVERNOR_JOBS`
-   mean gaps of the training data. The gaps are stretched inside the clock, so the hour classes (the daily and
-   weekly cycle) follow the governed clock. **Why.** Ungoverned, the samples offered more than the data on Theta and
-   Mustang: +9% for the mean of five samples of the test split's length (+11% and +16% over 40), from the work side
-   (requested area +3% and runtimes +4% per area on Theta over 100,000 jobs: the runtime kernels' smoothing on a log
-   scale) and from the spread: a Theta sample of that length catches few or many of the training period's outages
-   (gaps of 7-13 days, a quarter of its span), and a Mustang sample a few sessions of huge jobs, so one sample's
-   load ranged 0.39-0.98 (Theta, train 0.62) and 0.37-1.53 (Mustang, train 0.71), up to twice the spread of the
-   data's own windows of that length, and samples above load 1 never drained. **Tried first:** a rate factor fitted
-   at fit time by sampling (as the request mix is calibrated). It centres the long-run load, but not a sample's (the
-   outages make a sample's load skewed: the mean of 20 Theta samples stayed +2.5%, five samples -7.5%), leaves the
-   spread (Mustang samples up to 1.76) and raised Theta's whole-trace wait KS from 0.049 to 0.108 (eight samples;
-   bar 0.084). The governor holds every stretch longer than its horizon to the target (Theta's samples: sd 5% of the
-   target instead of 17%) and leaves shorter ones their burstiness: 256-job samples (the training episodes) keep the
-   ungoverned quartiles of load within 8%. The ungoverned waits matched the test split's partly because of the extra
-   load: at the data's load, Theta's samples queue less than its train split (75th-percentile wait 0.8 h against 1.8
-   h), a burstiness the generator still lacks (``docs/benchmarks.md``).
+7. **Load.** The samples offer the training jobs' load between outages (node-seconds asked for over the submit span
+   times the machine's nodes, each gap counting at most :data:`OUTAGE`), or ``load`` when it is given, through a
+   **governor** on the arrival clock; outages (longer gaps) come at the data's rate, as the quantiles give them.
+   Once a sample's requests and runtimes are drawn, the clock runs again with the same random numbers, and each gap
+   is stretched by ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work
+   submitted so far divided by the target's node-seconds per second, minus the time elapsed (outages capped), and
+   ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the training data. The gaps are stretched inside the clock, so
+   the hour classes (the daily and weekly cycle) follow the governed clock; a stretch of jobs shorter than the
+   horizon (a 256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap by the
+   training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the
+   test split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40
+   samples), for two different reasons. On Mustang the samples ask for more work per second (+10% between outages:
+   sessions of large jobs, the request mix, and the runtime kernels' smoothing on a log scale), and a sample's load
+   ranged 0.37-1.53 (train 0.71), samples above load 1 never draining: the governor corrects it. On Theta the load
+   between outages was right (+1.4%); a quarter of the train span is outages of 7-13 days, and a sample of 7,000
+   jobs catches fewer of them than train has, more often than more: the data's own windows of that length offer +34%
+   on average (the day-block bootstrap of the train rows +11%). Holding the whole-trace load instead (outages
+   counted in the debt) gives Theta's samples the train's load, but it fills each outage's time with a flood of jobs
+   afterwards and lowers the load between outages of the samples that have none: the whole-trace EASY-wait KS rose
+   from 0.066 to 0.104 (bar 0.084) and the 24 h spectral peak missed its target. A rate factor fitted at fit time by
+   sampling (as the request mix is calibrated) centres the long-run load but leaves the spread (Mustang samples up
+   to 1.76) and raised Theta's wait KS to 0.108 (eight samples). Measurements: ``docs/benchmarks.md``.
 8. **No estimates.** When most training jobs have no walltime estimate (``walltime_known`` false: the reader set
    ``walltime = run``), the sampled walltime is the request's, smoothed by the same kernel, and ``run`` equals it
    (perfect estimates, flagged ``walltime_known`` false, as in the data). A request is then ``(nodes, run)``, so few
@@ -86,7 +87,6 @@ import pandas as pd
 from scipy.signal import lfilter
 from scipy.special import ndtr
 
-from hpcgym import jobs as jobtable
 from synth.base import Synthesizer
 
 GAP_BINS = np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0])  # edges on log1p(gap): ~1 s, 1 min, 7 min, 50 min, 6 h
@@ -102,6 +102,7 @@ MIX_JOBS = 100_000  # jobs sampled per round, at least (more when the training t
 MIX_CLIP = 5.0  # a round changes a request's weight by at most this factor
 GOVERNOR_JOBS = 2048  # the load governor's horizon, in the training data's mean gaps: the longest evaluation window
 GOVERNOR_LIMIT = 2.0  # the governor stretches or shrinks a gap by at most this factor
+OUTAGE = 12 * 3600  # a gap longer than this is an outage or a holiday: the governor counts only this much of it
 CHUNK = 1 << 16  # the arrival clock works out every hour class's gap for this many jobs at a time
 
 
@@ -229,10 +230,15 @@ class ArrivalAwareSynthesizer(Synthesizer):
     def _fit_load(self, jobs: pd.DataFrame) -> None:
         """The governor's target (``load``, else the training jobs' offered load) and its time unit (the mean gap)."""
         nodes = int(self.machine_nodes or self.max_nodes)
-        target = self.load if self.load is not None else jobtable.offered_load(jobs, nodes)
         span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
-        usable = target is not None and np.isfinite(target) and target > 0 and span > 0
-        self.target_load = float(target) if usable else None  # None: no governor (a trace without a time span)
+        busy = float(np.minimum(np.diff(jobs["submit"].to_numpy(np.int64)), OUTAGE).sum())  # outages capped
+        work = float(np.dot(jobs["nodes"].to_numpy(np.float64), jobs["run"].to_numpy(np.float64)))
+        own = work / (nodes * busy) if busy > 0 else np.nan  # the training jobs' load between outages
+        target = self.load if self.load is not None else own
+        usable = bool(np.isfinite(own) and own > 0 and target > 0)
+        self.target_load = float(target) if usable else None  # None: no governor (no time span to learn from)
+        # a load asked for: every gap scaled at once, so that the governor only corrects the samples' fluctuations
+        self.gap_scale = float(own / target) if usable else 1.0
         self.mean_gap = span / (len(jobs) - 1)
 
     def _fit_requests(self, table: pd.DataFrame, ctx: np.ndarray) -> None:
@@ -362,10 +368,11 @@ class ArrivalAwareSynthesizer(Synthesizer):
         """Run the arrival clock: each gap from the hour class the clock is in; with ``work``, governed.
 
         Every gap is worked out for all 48 hour classes at once (:data:`CHUNK` jobs at a time), and the loop only
-        picks the class of the clock. With ``work`` (each job's node-seconds) the governor stretches each gap by
-        ``exp(debt / horizon)``, bounded by :data:`GOVERNOR_LIMIT`, where ``debt`` is the work submitted so far
-        divided by the target's node-seconds per second, minus the time elapsed, and ``horizon`` is
-        :data:`GOVERNOR_JOBS` mean gaps of the training data (see the module docstring).
+        picks the class of the clock. Every gap is scaled by ``gap_scale`` (1 unless a ``load`` was asked for). With
+        ``work`` (each job's node-seconds) the governor stretches each gap by ``exp(debt / horizon)``, bounded by
+        :data:`GOVERNOR_LIMIT`, where ``debt`` is the work submitted so far divided by the target's node-seconds
+        per second, minus the time elapsed (a gap counting at most :data:`OUTAGE`), and ``horizon`` is
+        :data:`GOVERNOR_JOBS` mean gaps (see the module docstring).
 
         Returns:
             ``(gaps, hours, dows)``: the gaps (the first is 0) and the hour and weekday of each submit.
@@ -375,9 +382,10 @@ class ArrivalAwareSynthesizer(Synthesizer):
         grid = {c: (np.arange(len(q)) + 0.5) / len(q) for c, q in self.quantiles.items()}
         governed = work is not None and getattr(self, "target_load", None) is not None
         per_work, horizon, limit = 0.0, 1.0, float(np.log(GOVERNOR_LIMIT))
+        scale = getattr(self, "gap_scale", 1.0)  # 1 while fitting (the calibrations run before the load's)
         if governed:
             per_work = 1.0 / (self.target_load * int(self.machine_nodes or self.max_nodes))
-            horizon = GOVERNOR_JOBS * self.mean_gap
+            horizon = GOVERNOR_JOBS * self.mean_gap * scale
         work = work.tolist() if governed else [0.0] * n
         clock, debt = int(clock0), 0.0
         for lo in range(0, n, CHUNK):
@@ -387,13 +395,13 @@ class ArrivalAwareSynthesizer(Synthesizer):
             for t in range(part.start, part.stop):
                 if t:
                     c = (clock // 3600) % 24 + 24 * (((clock // 86400) + 3) % 7 >= 5)  # 1970-01-01 was a Thursday
-                    gap = rows[c][t - lo]
+                    gap = rows[c][t - lo] * scale
                     if governed:
                         gap *= math.exp(min(max(debt / horizon, -limit), limit))
                     gap = round(gap)
                     gaps[t] = gap
                     clock += gap
-                    debt -= gap
+                    debt -= min(gap, OUTAGE)
                 debt += work[t] * per_work
                 clocks[t] = clock
         return gaps, (clocks // 3600) % 24, ((clocks // 86400) + 3) % 7
