@@ -88,6 +88,7 @@ from scipy.signal import lfilter
 from scipy.special import ndtr
 
 from synth.base import Synthesizer
+from synth.replay import OUTAGE, busy_load  # OUTAGE: the longest a gap counts in the governor's debt
 
 GAP_BINS = np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0])  # edges on log1p(gap): ~1 s, 1 min, 7 min, 50 min, 6 h
 GAP_JITTER = 0.1  # sd of the Gaussian kernel on log1p(gap)
@@ -102,7 +103,6 @@ MIX_JOBS = 100_000  # jobs sampled per round, at least (more when the training t
 MIX_CLIP = 5.0  # a round changes a request's weight by at most this factor
 GOVERNOR_JOBS = 2048  # the load governor's horizon, in the training data's mean gaps: the longest evaluation window
 GOVERNOR_LIMIT = 2.0  # the governor stretches or shrinks a gap by at most this factor
-OUTAGE = 12 * 3600  # a gap longer than this is an outage or a holiday: the governor counts only this much of it
 CHUNK = 1 << 16  # the arrival clock works out every hour class's gap for this many jobs at a time
 
 
@@ -231,9 +231,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         """The governor's target (``load``, else the training jobs' offered load) and its time unit (the mean gap)."""
         nodes = int(self.machine_nodes or self.max_nodes)
         span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
-        busy = float(np.minimum(np.diff(jobs["submit"].to_numpy(np.int64)), OUTAGE).sum())  # outages capped
-        work = float(np.dot(jobs["nodes"].to_numpy(np.float64), jobs["run"].to_numpy(np.float64)))
-        own = work / (nodes * busy) if busy > 0 else np.nan  # the training jobs' load between outages
+        own = busy_load(jobs, nodes)  # the training jobs' load between outages
         target = self.load if self.load is not None else own
         usable = bool(np.isfinite(own) and own > 0 and target > 0)
         self.target_load = float(target) if usable else None  # None: no governor (no time span to learn from)

@@ -70,7 +70,7 @@ from synth.metrics import (  # noqa: F401  (re-exported: the public names of the
     wasserstein,
 )
 from synth.privacy import DCR_ROWS, dcr, exact_copy_share, identifier_reuse, privacy  # noqa: F401
-from synth.replay import LOAD_WINDOW, N_WINDOWS, WINDOW, replay, scheduling, window_ci  # noqa: F401
+from synth.replay import LOAD_WINDOW, N_WINDOWS, OUTAGE, WINDOW, replay, scheduling, window_ci  # noqa: F401
 
 INF = float("inf")
 #: a sample with fewer valid rows than this scores the worst value everywhere, without computing anything
@@ -94,6 +94,7 @@ METRICS: dict[str, tuple[str, str, str, float]] = {
     "24 h spectral peak gap": ("arrivals", "lower", "0", INF),
     "hour-of-day TV distance": ("arrivals", "lower", "0", 1.0),
     "offered load (whole trace)": ("scheduling", "= train", "the train split's", INF),
+    "offered load between outages": ("scheduling", "= train", "the train split's", INF),
     "offered load gap (whole trace)": ("scheduling", "lower", "0", INF),
     "windowed load spread gap": ("scheduling", "lower", "0", INF),
     "utilization gap (whole trace)": ("scheduling", "lower", "0", 1.0),
@@ -243,6 +244,7 @@ def _pair_values(s: dict[str, Any]) -> dict[str, float]:
     v["hour-of-day TV distance"] = a["hour_tv"]
     sc = s["scheduling"]
     v["offered load (whole trace)"] = sc["synthetic"]["offered_load"]
+    v["offered load between outages"] = sc["synthetic"]["busy_load"]
     v["offered load gap (whole trace)"] = _gap(sc, "offered_load")
     v["windowed load spread gap"] = _gap(sc, "load_spread")
     v["utilization gap (whole trace)"] = _gap(sc, "utilization")
@@ -270,7 +272,8 @@ def _test_values(s: dict[str, Any]) -> dict[str, float]:
     return {"power-of-two share gap": sh["pow2_reference"], "walltime-menu share gap": sh["menu_reference"],
             "inter-arrival CV gap": a["cv"], "lag-1 ACF log1p inter-arrival gap": a["lag1_acf"],
             "hourly index of dispersion gap": a["dispersion"], "24 h spectral peak gap": a["spectral_24h"],
-            "offered load (whole trace)": sc["offered_load"], "offered load gap (whole trace)": sc["offered_load"],
+            "offered load (whole trace)": sc["offered_load"], "offered load between outages": sc["busy_load"],
+            "offered load gap (whole trace)": sc["offered_load"],
             "windowed load spread gap": sc["load_spread"],
             "utilization gap (whole trace)": sc["utilization"]}
 
@@ -541,7 +544,7 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | Sequence[pd.Data
         "synthetic": source or str(first.attrs.get("name", "synthetic")),
         "postprocess": dict(first.attrs.get("postprocess", {}) or {}),
         "menu": [int(w) for w in walltime_menu(test)], "window": WINDOW, "n_windows": N_WINDOWS, "dcr_rows": DCR_ROWS,
-        "load_window": LOAD_WINDOW,
+        "load_window": LOAD_WINDOW, "outage": OUTAGE,
     }
     out["tables"] = {"test": training(test), "train": training(train),
                      "bootstrap": training(refs.bootstrap["clean"]), "synthetic": training(synth["clean"])}

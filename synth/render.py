@@ -372,8 +372,8 @@ def _ci(ci: Any, key: str) -> str:
 
 def _scheduling_section(results: dict[str, Any]) -> list[str]:
     test = _section(results, "floor", "scheduling")
-    keys = ["offered_load", "load_spread", "utilization", "wait_mean", "wait_median", "wait_p95", "bsld_mean",
-            "bsld_median", "bsld_p95", "jobs", "dropped"]
+    keys = ["offered_load", "busy_load", "load_spread", "utilization", "wait_mean", "wait_median", "wait_p95",
+            "bsld_mean", "bsld_median", "bsld_p95", "jobs", "dropped"]
     rows = [[k, test["summary"].at[k, "real"], *_cells(results, "scheduling", lambda s, k=k: s["summary"].at[k,
             "synthetic"])] for k in keys]
     rows += [["KS wait vs test", 0.0, *_cells(results, "scheduling", lambda s: s["ks_wait"])],
@@ -386,10 +386,12 @@ def _scheduling_section(results: dict[str, Any]) -> list[str]:
     return ["## 8. Scheduling outcome", "",
             f"FCFS + EASY backfilling on `{m['machine']}`, jobs killed at their walltime. **Whole trace**: every "
             "table is replayed from its first to its last job (the synthetic and bootstrap traces have as many jobs "
-            "as the test split), so a generator that overloads the machine shows it. `load_spread` is how much the "
+            "as the test split), so a generator that overloads the machine shows it. `busy_load` is the offered "
+            f"load between outages (gaps counted at most {m.get('outage', 43200) / 3600:.0f} h). `load_spread` is "
+            "how much the "
             f"offered load of consecutive {m['load_window']:,}-job windows varies (interquartile range over median). "
-            "Waits in seconds; closer to the test column is better (for `offered_load`, a generator aims at the "
-            "train column: the load of the data it learned).", "",
+            "Waits in seconds; closer to the test column is better (for the loads, a generator aims at the train "
+            "column: the load of the data it learned).", "",
             *_table(["quantity", "test", "train", "bootstrap", "synthetic"], rows),
             f"**Windows**: up to {m['n_windows']} windows of {m['window']:,} consecutive jobs per table "
             "(`hpcgym.traces.window_starts`, the same seed for every table; a table no longer than a window is one "

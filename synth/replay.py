@@ -40,6 +40,8 @@ RECORD_COLUMNS = ("job_id", "submit", "start", "end", "wait", "run", "walltime",
 WINDOW_STATS = ("offered_load", "utilization", "wait_mean", "bsld_mean")
 #: jobs per window of the windowed load spread: the training episodes' length (``docs/protocol.md``)
 LOAD_WINDOW = 256
+#: a gap between submits longer than this is an outage or a holiday; the load between outages counts it this long
+OUTAGE = 12 * 3600
 
 
 def runnable(jobs: pd.DataFrame, machine: Machine) -> tuple[pd.DataFrame, int]:
@@ -80,6 +82,24 @@ def window_loads(jobs: pd.DataFrame, machine_nodes: int, window: int = LOAD_WIND
     span = submit[:, -1] - submit[:, 0]
     with np.errstate(divide="ignore"):
         return work.reshape(count, window).sum(axis=1) / (machine_nodes * span)
+
+
+def busy_load(jobs: pd.DataFrame, machine_nodes: int, outage: int = OUTAGE) -> float:
+    """The offered load between outages: as :func:`hpcgym.jobs.offered_load`, each gap counting at most ``outage``.
+
+    Args:
+        jobs: canonical job table, sorted by submit time.
+        machine_nodes: nodes of the machine the load refers to.
+        outage: the longest a gap counts, in seconds.
+
+    Returns:
+        The load (NaN with fewer than two jobs, ``inf`` when they all arrive at once).
+    """
+    if len(jobs) < 2:
+        return float("nan")
+    span = float(np.minimum(np.diff(jobs["submit"].to_numpy(np.int64)), outage).sum())
+    work = float(np.dot(jobs["nodes"].to_numpy(np.float64), jobs["run"].to_numpy(np.float64)))
+    return work / (machine_nodes * span) if span > 0 else float("inf")
 
 
 def load_spread(loads: np.ndarray) -> float:
@@ -149,6 +169,7 @@ def replay(jobs: pd.DataFrame, machine: Machine | str, n_windows: int | None = N
             "offered_load": float(per_window["offered_load"].mean()),
             "utilization": float(per_window["utilization"].mean()), "dropped": dropped,
             "load_spread": load_spread(window_loads(table, machine.nodes)),
+            "busy_load": busy_load(table, machine.nodes),
             "windows": len(parts) if len(table) else 0}
 
 
@@ -201,8 +222,9 @@ def scheduling(real: pd.DataFrame, synthetic: pd.DataFrame, machine: Machine | s
         s = metrics.summarize(rec, machine.nodes) if len(rec) else {}
         summary[side] = {k: s.get(k, float("nan")) for k in ("wait_mean", "wait_median", "wait_p95", "bsld_mean",
                                                               "bsld_median", "bsld_p95")}
-        summary[side].update(offered_load=rep["offered_load"], load_spread=rep["load_spread"],
-                             utilization=rep["utilization"], jobs=len(rec), dropped=rep["dropped"])
+        summary[side].update(offered_load=rep["offered_load"], busy_load=rep["busy_load"],
+                             load_spread=rep["load_spread"], utilization=rep["utilization"], jobs=len(rec),
+                             dropped=rep["dropped"])
     return {**whole, "ks_wait": _ks(whole["real"], whole["synthetic"], "wait"),
             "ks_bsld": _ks(whole["real"], whole["synthetic"], "bsld"),
             "windows_real": win["real"], "windows_synthetic": win["synthetic"],

@@ -201,6 +201,17 @@ def test_windowed_load_spread_by_hand():
     assert load_spread(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == pytest.approx((4.0 - 2.0) / 3.0)
 
 
+def test_load_between_outages_by_hand():
+    from synth.replay import busy_load
+
+    day = 86400
+    jobs = pd.DataFrame({"submit": [0, 3600, 3600 + 3 * day, 3600 + 3 * day + 1800], "nodes": [2, 1, 1, 4],
+                         "run": [3600, 1800, 900, 450]})
+    # work 7,200 + 1,800 + 900 + 1,800 = 11,700 node-seconds; gaps 3,600 s, 3 days (counted as 12 h), 1,800 s
+    assert busy_load(jobs, 4) == pytest.approx(11_700 / (4 * (3600 + 12 * 3600 + 1800)))
+    assert busy_load(jobs, 4, outage=10 * day) == pytest.approx(11_700 / (4 * float(jobs["submit"].iat[-1])))
+
+
 def test_several_samples_are_pooled(real, refs, splits):
     _, test = splits
     samples = [LublinModel(128).sample(len(test), seed=s) for s in (0, 1)]
