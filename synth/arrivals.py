@@ -56,17 +56,17 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    horizon (a 256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap by the
    training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the
    test split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40
-   samples), for two different reasons. On Mustang the samples ask for more work per second (+10% between outages:
-   sessions of large jobs, the request mix, and the runtime kernels' smoothing on a log scale), and a sample's load
-   ranged 0.37-1.53 (train 0.71), samples above load 1 never draining: the governor corrects it. On Theta the load
-   between outages was right (+1.4%); a quarter of the train span is outages of 7-13 days, and a sample of 7,000
-   jobs catches fewer of them than train has, more often than more: the data's own windows of that length offer +34%
-   on average (the day-block bootstrap of the train rows +11%). Holding the whole-trace load instead (outages
-   counted in the debt) gives Theta's samples the train's load, but it fills each outage's time with a flood of jobs
-   afterwards and lowers the load between outages of the samples that have none: the whole-trace EASY-wait KS rose
-   from 0.066 to 0.104 (bar 0.084) and the 24 h spectral peak missed its target. A rate factor fitted at fit time by
-   sampling (as the request mix is calibrated) centres the long-run load but leaves the spread (Mustang samples up
-   to 1.76) and raised Theta's wait KS to 0.108 (eight samples). Measurements: ``docs/benchmarks.md``.
+   samples), for two different reasons. On Mustang the samples ask for more work per second (+10% between outages,
+   from the work per job: the requests and runtimes drawn), and a sample's load ranged 0.37-1.53 (train 0.71),
+   samples above load 1 never draining: the governor corrects it. On Theta the load between outages was right
+   (+1.4%); a quarter of the train span is outages of 7-13 days, and a sample of 7,000 jobs catches fewer of them
+   than train has, more often than more: the data's own windows of that length offer +34% on average (the day-block
+   bootstrap of the train rows +11%). Holding the whole-trace load instead (outages counted in the debt) gives
+   Theta's samples the train's load, but it fills each outage's time with a flood of jobs afterwards and lowers the
+   load between outages of the samples that have none: the whole-trace EASY-wait KS rose from 0.066 to 0.104 (bar
+   0.084) and the 24 h spectral peak missed its target. A rate factor fitted at fit time by sampling (as the request
+   mix is calibrated) centres the long-run load but leaves the spread (Mustang samples up to 1.76) and raised
+   Theta's wait KS to 0.108 (eight samples). Measurements: ``docs/benchmarks.md``.
 8. **No estimates.** When most training jobs have no walltime estimate (``walltime_known`` false: the reader set
    ``walltime = run``), the sampled walltime is the request's, smoothed by the same kernel, and ``run`` equals it
    (perfect estimates, flagged ``walltime_known`` false, as in the data). A request is then ``(nodes, run)``, so few
@@ -228,7 +228,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self._fit_load(jobs)
 
     def _fit_load(self, jobs: pd.DataFrame) -> None:
-        """The governor's target (``load``, else the training jobs' offered load) and its time unit (the mean gap)."""
+        """The governor's target (``load``, else the training jobs' load between outages) and its time unit."""
         nodes = int(self.machine_nodes or self.max_nodes)
         span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
         own = busy_load(jobs, nodes)  # the training jobs' load between outages
