@@ -421,7 +421,7 @@ def test_pbs_duplicate_ids_name_the_daily_file_and_line(tmp_path):
     assert df.attrs["duplicate_ids"] == 1 and df["job_id"].tolist().count(2001) == 2
     assert [w for w in warned if f"{logs / '20240302'}, line 1 repeats job 2001" in w]
     with pytest.raises(TraceFormatError) as exc:
-        read_pbs(logs, machine="4x32", on_duplicate="error")
+        quiet(read_pbs, logs, machine="4x32", on_duplicate="error")
     assert exc.value.path == str(logs / "20240302") and exc.value.line == 1 and exc.value.field == "job id"
 
 
