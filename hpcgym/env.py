@@ -178,8 +178,7 @@ class SchedulingEnv(gym.Env):
         table = self.source.table
         if table is None:
             table = self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0)
-        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale),
-                         int(table.attrs.get("unix_start_time", 0) or 0))
+        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale))
         self._window: Window | None = None
         self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
         self.result: rewards.EpisodeResult | None = None
@@ -227,14 +226,14 @@ class SchedulingEnv(gym.Env):
         train = None if source is None else traces.split(traces.load(source), "train", train_fraction)
         return workload_factory("synthetic")(self.machine, train)
 
-    def _set_scales(self, time_scale: float, clock0: int) -> None:
+    def _set_scales(self, time_scale: float) -> None:
         if not (math.isfinite(time_scale) and time_scale > 0):
             raise ValueError(f"time_scale must be a positive number of seconds, not {time_scale!r}")
         self.time_scale = time_scale
         self._inv_time = 1.0 / np.log1p(time_scale)
         self._inv_wait = 1.0 / np.log1p(WAIT_SCALE * time_scale)
         self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
-        self._clock0 = clock0
+        self._clock0 = 0  # the trace clock at the current window's time 0 (the time-of-day feature's origin)
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -260,6 +259,7 @@ class SchedulingEnv(gym.Env):
         self.result = None
         for _ in range(MAX_REDRAWS):
             self._window = w = self.source.draw(rng, pinned)
+            self._clock0 = w.clock0
             keys = self.source.keys(w, self.order)
             pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers)
             if pending or pinned is not None:

@@ -43,6 +43,7 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
 
     ``jobs`` and ``st`` are the batch's :class:`~hpcgym.sim.state.Jobs` and :class:`~hpcgym.sim.state.State` (2-D
     arrays, one row per copy) as plain tuples; copy ``i`` runs on the first ``lengths[i]`` entries of its rows.
+    ``clock0[i]`` is the trace clock at the start of copy ``i``'s window (each copy plays its own window).
     """
     for i in range(len(actions)):
         if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
@@ -53,7 +54,7 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
         ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n])
         si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :n], rs[i, :n], pt[i],
               pu[i])
-        status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0,
+        status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0[i],
                                      inv_wait, inv_time, inv_area)
 
 
@@ -87,6 +88,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._lengths = np.zeros(self.num_envs, np.int64)
         self._status = np.zeros(self.num_envs, np.int64)
         self._decisions = np.zeros(self.num_envs, np.int64)
+        self._clock0 = np.zeros(self.num_envs, np.int64)
         self.final_infos: dict[int, dict[str, Any]] = {}
         self.invalid_actions = 0
 
@@ -111,7 +113,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._decisions += self._status != core.DONE
         t = self.envs[0]
         _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, *self._arrays, self._obs,
-                  self._mask, t._clock0, t._inv_wait, t._inv_time, t._inv_area)
+                  self._mask, self._clock0, t._inv_wait, t._inv_time, t._inv_area)
         reward = np.zeros(self.num_envs)
         terminated = self._status == core.DONE
         self.final_infos = {}
@@ -148,6 +150,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._lengths[i] = len(sim.submit)
         self._status[i] = core.DECIDE if not sim.done else core.DONE
         self._decisions[i] = sim.decisions
+        self._clock0[i] = self.envs[i]._clock0
 
     def _checked(self, actions: np.ndarray) -> np.ndarray:
         """Valid slots are ``0 .. v - 1`` (v waiting jobs, at most ``slots``); map or refuse the others."""
