@@ -156,7 +156,7 @@ class SchedulingEnv(gym.Env):
         if invalid_action not in ("raise", "wrap"):
             raise ValueError(f"invalid_action must be 'raise' or 'wrap', not {invalid_action!r}")
         self.invalid_action = invalid_action
-        window, slots = _whole(window, "window"), _whole(slots, "slots")
+        window, slots = whole_number(window, "window"), whole_number(slots, "slots")
         if window < 2 or slots < 1:
             raise ValueError(f"window must be >= 2 and slots >= 1, not {window} and {slots}")
         self.machine = machines.get(machine)
@@ -243,11 +243,13 @@ class SchedulingEnv(gym.Env):
         :data:`MAX_REDRAWS` times). ``options={"window_start": row}`` pins the window to rows
         ``row .. row + window - 1`` of the split (for evaluation on fixed windows); such a window is played even if
         it needs no decision, in which case the episode is already over: the observation is all padding and
-        ``info["done"]`` is True.
+        ``info["done"]`` is True. Any other option is an error.
         """
+        pinned = reset_options(options).get("window_start")
+        if pinned is not None:
+            pinned = whole_number(pinned, "options['window_start']")
         super().reset(seed=seed)
         self.invalid_actions = 0
-        pinned = None if options is None else options.get("window_start")
         pending = self.load_window(self.np_random, pinned)
         if not pending:
             self.result = self.finish()
@@ -271,7 +273,7 @@ class SchedulingEnv(gym.Env):
         """Schedule the job in slot ``action``; see the class docstring."""
         if self._window is None or self.sim.done:
             raise ValueError("the episode is over (or never started): call reset() before step()")
-        action = _whole(action, "action")
+        action = whole_number(action, "action")
         if not (0 <= action < self.slots) or not self._mask[action]:
             if self.invalid_action == "raise":
                 raise ValueError(f"invalid action {action}: slot is empty or out of range "
@@ -346,7 +348,7 @@ class SchedulingEnv(gym.Env):
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-def _whole(value: Any, name: str) -> int:
+def whole_number(value: Any, name: str) -> int:
     """``value`` as an int, refusing floats with a fractional part (``2.5`` would silently become 2)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not {value!r}")
@@ -357,6 +359,22 @@ def _whole(value: Any, name: str) -> int:
     if whole != value:
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return whole
+
+
+#: The keys ``reset(options=...)`` takes.
+RESET_OPTIONS = ("window_start",)
+
+
+def reset_options(options: Any) -> dict[str, Any]:
+    """``reset``'s ``options`` checked: None (no options) or a dict of :data:`RESET_OPTIONS` keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict such as {{'window_start': 0}}, or None; not {options!r}")
+    unknown = sorted(map(repr, set(options) - set(RESET_OPTIONS)))
+    if unknown:
+        raise ValueError(f"unknown reset option {', '.join(unknown)}: the options are {list(RESET_OPTIONS)}")
+    return options
 
 
 def longest_walltime(jobs: pd.DataFrame) -> float:
