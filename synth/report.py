@@ -8,8 +8,15 @@ Command line::
 the reference, the **train split** the noise floor and the source of the bootstrap baseline (and what a model named
 by ``--synthetic`` is fitted on). ``--synthetic`` is a trace file (SWF/CSV), a directory written by
 :meth:`synth.base.Synthesizer.save`, or a name from :data:`synth.MODELS`. By default as many synthetic jobs as the
-test split holds are compared. The metrics are computed by :mod:`synth.fidelity` and drawn by :mod:`synth.render`;
-this module only wires them to the command line. Files are written atomically.
+test split holds are compared.
+
+Both sides must describe one machine: the replays and the validity checks run on ``--real``'s. A saved model
+fitted for another machine size (its manifest's ``max_nodes``) is refused with one ``error:`` line, since every
+section would then measure the machines' difference, not the model's; a trace file is read as ``--real``'s
+machine, and the reader warns when its header names another.
+
+The metrics are computed by :mod:`synth.fidelity` and drawn by :mod:`synth.render`; this module only wires them to
+the command line. Files are written atomically.
 """
 
 from __future__ import annotations
@@ -109,6 +116,7 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0) -> tup
         if not (path / MANIFEST).exists():
             raise ValueError(f"--synthetic {spec}: a directory without {MANIFEST} is not a saved model")
         model = Synthesizer.load(path)
+        check_machine(model, train.attrs["machine"], spec)
         return model.sample(n, seed), f"saved model `{path}` ({model.name}), {n:,} jobs sampled with seed {seed}"
     if path.exists():
         table = tracelib.read(path, machine=train.attrs["machine"])
@@ -122,6 +130,24 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0) -> tup
         return model.sample(n, seed), f"model `{spec}` fitted on the train split, {n:,} jobs sampled with seed {seed}"
     raise ValueError(f"--synthetic {spec!r} is not a trace file, a saved model directory or a model name "
                      f"({', '.join(synth.MODELS)})")
+
+
+def check_machine(model: Any, real: Any, spec: str) -> None:
+    """Refuse a saved model fitted for a machine of another size than the real trace's.
+
+    Args:
+        model: a loaded :class:`synth.base.Synthesizer`.
+        real: the real trace's machine (a catalog name or :class:`~hpcgym.machines.Machine`).
+        spec: the ``--synthetic`` argument, for the message.
+
+    Raises:
+        ValueError: the sizes differ.
+    """
+    real = machines.get(real)
+    if model.max_nodes is not None and int(model.max_nodes) != real.nodes:
+        raise ValueError(f"--synthetic {spec}: the model was fitted for a {int(model.max_nodes):,}-node machine, and "
+                         f"--real's machine {real.name} has {real.nodes:,} nodes; compare it with a trace of its own "
+                         "machine, or fit a model on --real's trace (python -m synth.fit --trace <that trace>)")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -138,7 +164,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                                  "--format/--machine/--columns)")
     cli.add_trace_args(p)
     p.add_argument("--synthetic", required=True,
-                   help="trace file (SWF/CSV), saved model directory, or model name from synth.MODELS")
+                   help="trace file (SWF/CSV), saved model directory, or model name from synth.MODELS; a saved model "
+                        "must have been fitted for --real's machine (the same node count)")
     p.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
     p.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the real trace")
     p.add_argument("--n-synthetic", type=int, default=None,
