@@ -38,12 +38,15 @@ def steps(rows, policy="fcfs", backfill="none", kill=True):
     return sim.start.tolist()
 
 
-@pytest.fixture(params=[reference, engine, steps], ids=lambda f: f.__name__)
+# Module-scoped, so that pytest runs every case on one implementation before the next: the compiled engine's batch
+# mode first (the conservative cases come first in the file for the same reason), which a broken rule then fails after
+# one compilation (benchmarks/mutations.py times it), not after two.
+@pytest.fixture(scope="module", params=[engine, steps, reference], ids=lambda f: f.__name__)
 def starts(request):
     return request.param
 
 
-@pytest.fixture(params=[reference, engine], ids=lambda f: f.__name__)
+@pytest.fixture(scope="module", params=[engine, reference], ids=lambda f: f.__name__)
 def batch_starts(request):
     """The implementations that run conservative backfilling (step mode has no conservative)."""
     return request.param
@@ -56,6 +59,37 @@ def compiled_score(name, now, submit, wall, nodes):
 @pytest.fixture(params=[priority_score, compiled_score], ids=["reference", "engine"])
 def score_of(request):
     return request.param
+
+
+# --- conservative --------------------------------------------------------------------------------------------
+
+def test_conservative_protects_later_reservations(batch_starts):
+    rows = [(0, 100, 100, 2), (1, 50, 50, 3), (2, 100, 100, 4), (3, 200, 200, 1)]
+    # t=1: J2 (3 nodes) reserved [100, 150) (1 node left there). t=2: J3 (4 nodes) reserved [150, 250).
+    # t=3: J4 (1 node, 200 s) fits at 3 over [3, 150) but would overlap J3's [150, 250) -> earliest slot 250.
+    assert batch_starts(rows, backfill="conservative") == [0, 100, 150, 250]
+    # EASY only protects the head J2: S = 100, X = 1 -> J4 starts at 3 under rule (b), delaying J3 to 203.
+    assert batch_starts(rows, backfill="easy") == [0, 100, 203, 3]
+
+
+def test_conservative_compresses_in_reservation_order(batch_starts):
+    rows = [(0, 10, 100, 4), (1, 100, 100, 2), (2, 50, 50, 4), (3, 20, 20, 2)]
+    # Reservations: J2 [100, 200), J3 [200, 250), J4 [100, 120) (2 nodes free beside J2).
+    # t=10: J1 ends 90 s early -> compress by current reservation (J2 and J4 at 100, then J3 at 200).
+    # FCFS breaks the tie: J2 -> 10 ([10, 110)); J4 -> 10 ([10, 30), beside J2); J3 (4 nodes) -> 110.
+    assert batch_starts(rows, backfill="conservative") == [0, 10, 110, 10]
+    # SJF breaks it the other way (J4, then J2): the same slots.
+    assert batch_starts(rows, "sjf", "conservative") == [0, 10, 110, 10]
+    # In priority order instead, J3 would be re-placed at 120 (behind J4's *old* slot), which J4 then leaves:
+    # it would wait for a time at which nothing ends or arrives. docs/simulation.md explains the choice.
+
+
+def test_conservative_without_early_ends_is_fcfs_with_holes(batch_starts):
+    rows = [(0, 100, 100, 3), (1, 50, 50, 2), (2, 40, 40, 1), (3, 10, 10, 1)]
+    # J1 holds 3 nodes until 100. J2 (2 nodes) -> [100, 150). J3 (1 node, 40 s) -> [2, 42) now.
+    # J4 (1 node) at 3: J3 holds the last node until 42 -> [42, 52), which ends before J2's reservation.
+    # t=42: J3 ends exactly at its estimate: no compression; J4's reservation is 42 -> starts.
+    assert batch_starts(rows, backfill="conservative") == [0, 100, 2, 42]
 
 
 # --- no backfilling ------------------------------------------------------------------------------------------
@@ -153,37 +187,6 @@ def test_rlscheduler_recomputes_the_shadow_for_a_new_head(starts):
     # t=3: FCFS candidates: J3 does not fit; J5: 3 + 150 = 153 < 200 -> starts. (With J3's S = 100 it would not.)
     # t=200: J2 ends, free 4 -> J4 starts (ends 210); J3 is head, blocked. t=210: J3 starts.
     assert starts(rows, "sjf", "rlscheduler") == [0, 0, 210, 200, 3]
-
-
-# --- conservative --------------------------------------------------------------------------------------------
-
-def test_conservative_protects_later_reservations(batch_starts):
-    rows = [(0, 100, 100, 2), (1, 50, 50, 3), (2, 100, 100, 4), (3, 200, 200, 1)]
-    # t=1: J2 (3 nodes) reserved [100, 150) (1 node left there). t=2: J3 (4 nodes) reserved [150, 250).
-    # t=3: J4 (1 node, 200 s) fits at 3 over [3, 150) but would overlap J3's [150, 250) -> earliest slot 250.
-    assert batch_starts(rows, backfill="conservative") == [0, 100, 150, 250]
-    # EASY only protects the head J2: S = 100, X = 1 -> J4 starts at 3 under rule (b), delaying J3 to 203.
-    assert batch_starts(rows, backfill="easy") == [0, 100, 203, 3]
-
-
-def test_conservative_compresses_in_reservation_order(batch_starts):
-    rows = [(0, 10, 100, 4), (1, 100, 100, 2), (2, 50, 50, 4), (3, 20, 20, 2)]
-    # Reservations: J2 [100, 200), J3 [200, 250), J4 [100, 120) (2 nodes free beside J2).
-    # t=10: J1 ends 90 s early -> compress by current reservation (J2 and J4 at 100, then J3 at 200).
-    # FCFS breaks the tie: J2 -> 10 ([10, 110)); J4 -> 10 ([10, 30), beside J2); J3 (4 nodes) -> 110.
-    assert batch_starts(rows, backfill="conservative") == [0, 10, 110, 10]
-    # SJF breaks it the other way (J4, then J2): the same slots.
-    assert batch_starts(rows, "sjf", "conservative") == [0, 10, 110, 10]
-    # In priority order instead, J3 would be re-placed at 120 (behind J4's *old* slot), which J4 then leaves:
-    # it would wait for a time at which nothing ends or arrives. docs/simulation.md explains the choice.
-
-
-def test_conservative_without_early_ends_is_fcfs_with_holes(batch_starts):
-    rows = [(0, 100, 100, 3), (1, 50, 50, 2), (2, 40, 40, 1), (3, 10, 10, 1)]
-    # J1 holds 3 nodes until 100. J2 (2 nodes) -> [100, 150). J3 (1 node, 40 s) -> [2, 42) now.
-    # J4 (1 node) at 3: J3 holds the last node until 42 -> [42, 52), which ends before J2's reservation.
-    # t=42: J3 ends exactly at its estimate: no compression; J4's reservation is 42 -> starts.
-    assert batch_starts(rows, backfill="conservative") == [0, 100, 2, 42]
 
 
 # --- priorities and walltime kills ---------------------------------------------------------------------------
