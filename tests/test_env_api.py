@@ -29,6 +29,13 @@ def vector(**kw):
 
 KINDS = [single, vector]
 
+
+def refused(error, words, call, *args, **kwargs):
+    """``call(*args, **kwargs)`` raises ``error`` whose message holds ``words``."""
+    with pytest.raises(error) as caught:
+        call(*args, **kwargs)
+    assert words in str(caught.value)
+
 #: (keyword arguments, exception, words of the message)
 BAD_ARGUMENTS = [
     ({"window": 2.5}, ValueError, "window must be a whole number"),
@@ -53,9 +60,7 @@ BAD_ARGUMENTS = [
 @pytest.mark.parametrize("make", KINDS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("kwargs, error, words", BAD_ARGUMENTS, ids=[str(b[0]) for b in BAD_ARGUMENTS])
 def test_bad_constructor_arguments(make, kwargs, error, words):
-    with pytest.raises(error) as caught:
-        make(**kwargs)
-    assert words in str(caught.value)
+    refused(error, words, make, **kwargs)
 
 
 #: (options for the single env, options for the vector env, exception, words of the message)
@@ -73,10 +78,7 @@ BAD_OPTIONS = [
 @pytest.mark.parametrize("make", KINDS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("one, both, error, words", BAD_OPTIONS, ids=[str(b[0]) for b in BAD_OPTIONS])
 def test_bad_reset_options(make, one, both, error, words):
-    env = make()
-    with pytest.raises(error) as caught:
-        env.reset(seed=0, options=one if make is single else both)
-    assert words in str(caught.value)
+    refused(error, words, make().reset, seed=0, options=one if make is single else both)
 
 
 @pytest.mark.parametrize("rows", [3, [1], [1, 2, 3]])
@@ -103,9 +105,7 @@ def test_a_pinned_whole_float_is_a_row(make):
 def test_bad_vector_actions(actions, error, words):
     env = vector()
     env.reset(seed=0)
-    with pytest.raises(error) as caught:
-        env.step(actions)
-    assert words in str(caught.value)
+    refused(error, words, env.step, actions)
 
 
 @pytest.mark.parametrize("action, error, words", [
@@ -117,9 +117,7 @@ def test_bad_vector_actions(actions, error, words):
 def test_bad_single_actions(action, error, words):
     env = single()
     env.reset(seed=0)
-    with pytest.raises(error) as caught:
-        env.step(action)
-    assert words in str(caught.value)
+    refused(error, words, env.step, action)
 
 
 @pytest.mark.parametrize("num_envs, error, words", [
@@ -128,9 +126,7 @@ def test_bad_single_actions(action, error, words):
     ("two", TypeError, "num_envs must be an integer"),
 ])
 def test_bad_copy_counts(num_envs, error, words):
-    with pytest.raises(error) as caught:
-        hpcgym.make_vec(ENV_ID, num_envs=num_envs, window=WINDOW)
-    assert words in str(caught.value)
+    refused(error, words, hpcgym.make_vec, ENV_ID, num_envs=num_envs, window=WINDOW)
 
 
 @pytest.mark.parametrize("make", KINDS, ids=lambda f: f.__name__)
