@@ -46,6 +46,44 @@ def env(**kw):
     return SchedulingEnv(TOY, table(), **kw)
 
 
+# ---- more waiting jobs than slots (first: a broken mask fails at reset, before the step code compiles) ---------
+#: A 4-node job holds the machine until 100 while five 1-node jobs queue (walltimes 11..15 tell them apart).
+LONG_QUEUE = [(0, 100, 100, 4)] + [(k, 10 + k, 10 + k, 1) for k in range(1, 6)]
+
+
+def test_masks_and_rows_when_more_jobs_wait_than_there_are_slots():
+    e = SchedulingEnv(TOY, make_jobs(LONG_QUEUE), window=6, slots=2, split="all", time_scale=1000,
+                      invalid_action="raise")
+    obs, info = e.reset(seed=0)
+    # t = 100: five jobs wait, two slots: both valid, rows are the two oldest, the queue feature is capped at 1
+    assert info["time"] == 100 and info["waiting"] == 5
+    np.testing.assert_array_equal(e.action_masks(), [True, True])
+    np.testing.assert_allclose(obs[:2, 2], [log1p(11) / T, log1p(12) / T], rtol=1e-6)
+    np.testing.assert_allclose(obs[:2, 1], [log1p(99) / W, log1p(98) / W], rtol=1e-6)
+    np.testing.assert_allclose(obs[:2, 7], [0, 1 / 2])
+    # the machine row: all free, 5 / 2 capped at 1, nothing running, 1 of 6 finished, 100 s after midnight, marker
+    np.testing.assert_allclose(obs[2], [1, 1, 0, 0, 0, 1 / 6, 100 / 86400, 1], rtol=1e-6)
+    obs, *_ = e.step(1)  # the second-oldest job (walltime 12) starts
+    assert e.sim.start[2] == 100 and e.sim.start[1] < 0
+    np.testing.assert_array_equal(e.action_masks(), [True, True])
+    np.testing.assert_allclose(obs[:2, 2], [log1p(11) / T, log1p(13) / T], rtol=1e-6)
+    assert obs[2, 1] == 1.0 and obs[2, 0] == 3 / 4  # still 4 waiting for 2 slots
+    with pytest.raises(ValueError, match="invalid action 2"):
+        e.step(2)
+
+
+def test_vector_masks_when_more_jobs_wait_than_there_are_slots():
+    venv = SchedulingVectorEnv(3, machine=TOY, workload=make_jobs(LONG_QUEUE), window=6, slots=2,
+                                             split="all", invalid_action="raise")
+    venv.reset(seed=0)
+    np.testing.assert_array_equal(venv.action_masks(), np.ones((3, 2), bool))
+    venv.step(np.array([1, 1, 0]))
+    np.testing.assert_array_equal(venv.action_masks(), np.ones((3, 2), bool))
+    starts = [copy.sim.start[1:3].tolist() for copy in venv.envs]
+    assert starts == [[-1, 100], [-1, 100], [100, -1]]
+
+
+# ---- every column by hand ---------------------------------------------------------------------------------------
 # The first decision, t = 30: c waits (blocked at 10), d just arrived; a and b run, 1 node is free.
 FIRST = np.array([
     # present, wait, walltime, nodes, fits now, area, wait for nodes, position
@@ -145,39 +183,3 @@ def test_time_of_day_of_sampled_windows_is_each_samples_clock():
         obs, info = e.reset(seed=seed)
         clock = e.jobs.attrs["unix_start_time"] + 100 + info["time"]  # the sample's first submit is 100
         assert obs[-1, 6] == pytest.approx(seconds_of_day(clock) / 86400, abs=1e-6)
-
-
-# ---- more waiting jobs than slots -------------------------------------------------------------------------------
-#: A 4-node job holds the machine until 100 while five 1-node jobs queue (walltimes 11..15 tell them apart).
-LONG_QUEUE = [(0, 100, 100, 4)] + [(k, 10 + k, 10 + k, 1) for k in range(1, 6)]
-
-
-def test_masks_and_rows_when_more_jobs_wait_than_there_are_slots():
-    e = SchedulingEnv(TOY, make_jobs(LONG_QUEUE), window=6, slots=2, split="all", time_scale=1000,
-                      invalid_action="raise")
-    obs, info = e.reset(seed=0)
-    # t = 100: five jobs wait, two slots: both valid, rows are the two oldest, the queue feature is capped at 1
-    assert info["time"] == 100 and info["waiting"] == 5
-    np.testing.assert_array_equal(e.action_masks(), [True, True])
-    np.testing.assert_allclose(obs[:2, 2], [log1p(11) / T, log1p(12) / T], rtol=1e-6)
-    np.testing.assert_allclose(obs[:2, 1], [log1p(99) / W, log1p(98) / W], rtol=1e-6)
-    np.testing.assert_allclose(obs[:2, 7], [0, 1 / 2])
-    assert obs[2, 1] == 1.0 and obs[2, 0] == 1.0  # 5 / 2 capped; all 4 nodes free
-    obs, *_ = e.step(1)  # the second-oldest job (walltime 12) starts
-    assert e.sim.start[2] == 100 and e.sim.start[1] < 0
-    np.testing.assert_array_equal(e.action_masks(), [True, True])
-    np.testing.assert_allclose(obs[:2, 2], [log1p(11) / T, log1p(13) / T], rtol=1e-6)
-    assert obs[2, 1] == 1.0 and obs[2, 0] == 3 / 4  # still 4 waiting for 2 slots
-    with pytest.raises(ValueError, match="invalid action 2"):
-        e.step(2)
-
-
-def test_vector_masks_when_more_jobs_wait_than_there_are_slots():
-    venv = SchedulingVectorEnv(3, machine=TOY, workload=make_jobs(LONG_QUEUE), window=6, slots=2,
-                                             split="all", invalid_action="raise")
-    venv.reset(seed=0)
-    np.testing.assert_array_equal(venv.action_masks(), np.ones((3, 2), bool))
-    venv.step(np.array([1, 1, 0]))
-    np.testing.assert_array_equal(venv.action_masks(), np.ones((3, 2), bool))
-    starts = [copy.sim.start[1:3].tolist() for copy in venv.envs]
-    assert starts == [[-1, 100], [-1, 100], [100, -1]]
