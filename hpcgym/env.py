@@ -156,7 +156,7 @@ class SchedulingEnv(gym.Env):
         if invalid_action not in ("raise", "wrap"):
             raise ValueError(f"invalid_action must be 'raise' or 'wrap', not {invalid_action!r}")
         self.invalid_action = invalid_action
-        window, slots = _whole(window, "window"), _whole(slots, "slots")
+        window, slots = whole_number(window, "window"), whole_number(slots, "slots")
         if window < 2 or slots < 1:
             raise ValueError(f"window must be >= 2 and slots >= 1, not {window} and {slots}")
         self.machine = machines.get(machine)
@@ -178,8 +178,7 @@ class SchedulingEnv(gym.Env):
         table = self.source.table
         if table is None:
             table = self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0)
-        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale),
-                         int(table.attrs.get("unix_start_time", 0) or 0))
+        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale))
         self._window: Window | None = None
         self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
         self.result: rewards.EpisodeResult | None = None
@@ -227,14 +226,14 @@ class SchedulingEnv(gym.Env):
         train = None if source is None else traces.split(traces.load(source), "train", train_fraction)
         return workload_factory("synthetic")(self.machine, train)
 
-    def _set_scales(self, time_scale: float, clock0: int) -> None:
+    def _set_scales(self, time_scale: float) -> None:
         if not (math.isfinite(time_scale) and time_scale > 0):
             raise ValueError(f"time_scale must be a positive number of seconds, not {time_scale!r}")
         self.time_scale = time_scale
         self._inv_time = 1.0 / np.log1p(time_scale)
         self._inv_wait = 1.0 / np.log1p(WAIT_SCALE * time_scale)
         self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
-        self._clock0 = clock0
+        self._clock0 = 0  # the trace clock at the current window's time 0 (the time-of-day feature's origin)
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -244,11 +243,13 @@ class SchedulingEnv(gym.Env):
         :data:`MAX_REDRAWS` times). ``options={"window_start": row}`` pins the window to rows
         ``row .. row + window - 1`` of the split (for evaluation on fixed windows); such a window is played even if
         it needs no decision, in which case the episode is already over: the observation is all padding and
-        ``info["done"]`` is True.
+        ``info["done"]`` is True. Any other option is an error.
         """
+        pinned = reset_options(options).get("window_start")
+        if pinned is not None:
+            pinned = whole_number(pinned, "options['window_start']")
         super().reset(seed=seed)
         self.invalid_actions = 0
-        pinned = None if options is None else options.get("window_start")
         pending = self.load_window(self.np_random, pinned)
         if not pending:
             self.result = self.finish()
@@ -260,6 +261,7 @@ class SchedulingEnv(gym.Env):
         self.result = None
         for _ in range(MAX_REDRAWS):
             self._window = w = self.source.draw(rng, pinned)
+            self._clock0 = w.clock0
             keys = self.source.keys(w, self.order)
             pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers)
             if pending or pinned is not None:
@@ -271,7 +273,7 @@ class SchedulingEnv(gym.Env):
         """Schedule the job in slot ``action``; see the class docstring."""
         if self._window is None or self.sim.done:
             raise ValueError("the episode is over (or never started): call reset() before step()")
-        action = _whole(action, "action")
+        action = whole_number(action, "action")
         if not (0 <= action < self.slots) or not self._mask[action]:
             if self.invalid_action == "raise":
                 raise ValueError(f"invalid action {action}: slot is empty or out of range "
@@ -346,7 +348,7 @@ class SchedulingEnv(gym.Env):
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-def _whole(value: Any, name: str) -> int:
+def whole_number(value: Any, name: str) -> int:
     """``value`` as an int, refusing floats with a fractional part (``2.5`` would silently become 2)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not {value!r}")
@@ -357,6 +359,22 @@ def _whole(value: Any, name: str) -> int:
     if whole != value:
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return whole
+
+
+#: The keys ``reset(options=...)`` takes.
+RESET_OPTIONS = ("window_start",)
+
+
+def reset_options(options: Any) -> dict[str, Any]:
+    """``reset``'s ``options`` checked: None (no options) or a dict of :data:`RESET_OPTIONS` keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict such as {{'window_start': 0}}, or None; not {options!r}")
+    unknown = sorted(map(repr, set(options) - set(RESET_OPTIONS)))
+    if unknown:
+        raise ValueError(f"unknown reset option {', '.join(unknown)}: the options are {list(RESET_OPTIONS)}")
+    return options
 
 
 def longest_walltime(jobs: pd.DataFrame) -> float:

@@ -115,7 +115,10 @@ def _period(hour: np.ndarray, dow: np.ndarray) -> np.ndarray:
 
 
 def _lag1(x: np.ndarray) -> float:
-    return float(np.corrcoef(x[1:], x[:-1])[0, 1]) if len(x) > 2 else 0.0
+    """Lag-1 autocorrelation; 0 for a series with none to measure (too short, or constant: a burst of submits)."""
+    if len(x) <= 2 or np.ptp(x[1:]) == 0 or np.ptp(x[:-1]) == 0:
+        return 0.0
+    return float(np.corrcoef(x[1:], x[:-1])[0, 1])
 
 
 def _gap_bin(x: np.ndarray) -> np.ndarray:

@@ -13,6 +13,11 @@ test split holds are compared. A model is sampled ``--samples`` times (default 3
 because one sample is too noisy to judge a generator by; a trace file is one sample. The metrics are computed by
 :mod:`synth.fidelity` and drawn by :mod:`synth.report_writer`; this module only wires them to the command line.
 Files are written atomically.
+
+Both sides must describe one machine: the replays and the validity checks run on ``--real``'s. A saved model
+fitted for another machine size (its manifest's ``max_nodes``) is refused with one ``error:`` line, since every
+section would then measure the machines' difference, not the model's; a trace file is read as ``--real``'s
+machine, and the reader warns when its header names another.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0,
         if not (path / MANIFEST).exists():
             raise ValueError(f"--synthetic {spec}: a directory without {MANIFEST} is not a saved model")
         model = Synthesizer.load(path)
+        check_machine(model, train.attrs["machine"], spec)
         return _draw(model, n, seed, samples), f"saved model `{path}` ({model.name}), {_drawn(n, seed, samples)}"
     if path.exists():
         if samples > 1:
@@ -105,6 +111,24 @@ def _drawn(n: int, seed: int, samples: int) -> str:
     return f"{samples} samples of {n:,} jobs (seeds {seed}-{seed + samples - 1})"
 
 
+def check_machine(model: Any, real: Any, spec: str) -> None:
+    """Refuse a saved model fitted for a machine of another size than the real trace's.
+
+    Args:
+        model: a loaded :class:`synth.base.Synthesizer`.
+        real: the real trace's machine (a catalog name or :class:`~hpcgym.machines.Machine`).
+        spec: the ``--synthetic`` argument, for the message.
+
+    Raises:
+        ValueError: the sizes differ.
+    """
+    real = machines.get(real)
+    if model.max_nodes is not None and int(model.max_nodes) != real.nodes:
+        raise ValueError(f"--synthetic {spec}: the model was fitted for a {int(model.max_nodes):,}-node machine, and "
+                         f"--real's machine {real.name} has {real.nodes:,} nodes; compare it with a trace of its own "
+                         "machine, or fit a model on --real's trace (python -m synth.fit --trace <that trace>)")
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line.
 
@@ -119,7 +143,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                                  "--format/--machine/--columns)")
     cli.add_trace_args(p)
     p.add_argument("--synthetic", required=True,
-                   help="trace file (SWF/CSV), saved model directory, or model name from synth.MODELS")
+                   help="trace file (SWF/CSV), saved model directory, or model name from synth.MODELS; a saved model "
+                        "must have been fitted for --real's machine (the same node count)")
     p.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
     p.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the real trace")
     p.add_argument("--n-synthetic", type=int, default=None,
