@@ -84,7 +84,7 @@ class ProgressBarCallback(BaseCallback):
             sys.stderr.write(f"training: {self.done:,}/{self.total:,} steps ({self.done / self.total:.0%}), "
                              f"{rate:,.0f} steps/s\n")
             sys.stderr.flush()
-            self.next_line += max(self.total // 10, 1)
+            self.next_line = self.done + max(self.total // 10, 1)  # 10% apart, not one line per step behind
         return True
 
     def _on_training_end(self) -> None:

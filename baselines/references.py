@@ -35,7 +35,7 @@ KINDS = {TUNED: "heuristic", CLAIRVOYANT: "clairvoyant"}
 
 def mean_bsld(cell: Cell) -> float:
     """A cell's mean over its windows of the windows' mean bounded slowdown."""
-    return float(np.mean([rec["bsld"].mean() for rec in cell.records]))
+    return float(np.mean([s["bsld_mean"] for s in cell.summaries]))
 
 
 def clairvoyant(windows: Sequence[pd.DataFrame], machine: Machine, backfill: str) -> tuple[Cell, str]:
@@ -43,7 +43,7 @@ def clairvoyant(windows: Sequence[pd.DataFrame], machine: Machine, backfill: str
     exact = [dataclasses.replace(p, predictor="exact") for p in CLASSIC]
     cells = simulate_grid(windows, machine, exact, [backfill])
     best = min(cells, key=mean_bsld)
-    return Cell(CLAIRVOYANT, backfill, best.records, best.cpu_s), best.policy
+    return dataclasses.replace(best, policy=CLAIRVOYANT), best.policy
 
 
 def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: str, backfills: Sequence[str],

@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from baselines import priorities
@@ -47,11 +48,11 @@ def draw_windows(jobs: pd.DataFrame, length: int | None, count: int, seed: int) 
     return [traces.window(jobs, length, start=s) for s in traces.window_starts(len(jobs), length, count, seed)]
 
 
-def summary_table(cells: Sequence[Cell], machine: machines.Machine) -> pd.DataFrame:
+def summary_table(cells: Sequence[Cell]) -> pd.DataFrame:
     """One row per policy x backfill mode: the mean bsld over windows with its bootstrap CI, and the means."""
     rows = []
     for cell in cells:
-        table = pd.DataFrame([metrics.summarize(rec, machine.nodes) for rec in cell.records])
+        table = pd.DataFrame(cell.summaries)
         mean, lo, hi = metrics.bootstrap_ci(table["bsld_mean"]) if len(table) > 1 else (table["bsld_mean"].iat[0],) * 3
         rows.append({"policy": cell.policy, "backfill": cell.backfill, "bsld": mean, "bsld_ci_low": lo,
                      "bsld_ci_high": hi, "bsld_p95": table["bsld_p95"].mean(), "wait_mean": table["wait_mean"].mean(),
@@ -60,9 +61,13 @@ def summary_table(cells: Sequence[Cell], machine: machines.Machine) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def job_records(cells: Sequence[Cell]) -> pd.DataFrame:
-    """Every cell's per-job records, with ``policy``, ``backfill`` and ``window`` columns."""
-    return pd.concat([rec.assign(policy=c.policy, backfill=c.backfill, window=w)
+def job_records(cells: Sequence[Cell], windows: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Every cell's per-job records, with ``policy``, ``backfill``, ``window`` and ``row`` columns.
+
+    ``row`` is each job's row in the table the windows were drawn from, which tells apart jobs that share an id.
+    """
+    return pd.concat([rec.assign(row=np.arange(len(rec)) + int(windows[w].attrs.get("window_start", 0)),
+                                 policy=c.policy, backfill=c.backfill, window=w)
                       for c in cells for w, rec in enumerate(c.records)], ignore_index=True)
 
 
@@ -93,7 +98,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="number of windows with --window (default: 10)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--no-kill", action="store_true", help="let jobs run past their walltime")
-    ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet)")
+    ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet); the row "
+                    "column is the job's row in the trace (its split), unique even where job ids repeat")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if args.policy != "all":
@@ -108,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        jobs = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
+        jobs = traces.read(args.trace, compact=True, **cli.read_options(args))
     for w in caught:
         print(f"note: {w.message}")
     if len(jobs) == 0:
@@ -125,13 +131,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if no_cons:
         backfills = [b for b in backfills if b != "conservative"]
         print("note: conservative backfilling needs walltime kills; skipped with --no-kill")
-    cells = simulate_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet)
-    table = summary_table(cells, machine)
+    cells = simulate_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet,
+                          keep_records=args.out is not None)  # a records table per cell adds about 150 B/job
+    table = summary_table(cells)
     scope = f"{len(windows)} windows of {args.window} jobs (seed {args.seed})" if args.window else "whole trace"
     print(f"{jobs.attrs.get('name', args.trace)} [{args.split}] on {machine.name} ({machine.nodes} nodes), {scope}")
     print(format_table(table))
-    if args.out:
-        recs = job_records(cells)
+    if args.out is not None:
+        recs = job_records(cells, windows)
         write_table(recs, args.out)
         print(f"per-job records: {args.out} ({len(recs)} rows)")
     return 0

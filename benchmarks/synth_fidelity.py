@@ -80,9 +80,10 @@ def run_model(name: str, refs: fidelity.References, seed: int, cache: Path | Non
     """Fit (or load) one model, then sample and score it ``samples`` times (seeds ``seed``, ``seed + 1``, ...).
 
     Returns:
-        The first sample's :func:`synth.fidelity.score` result with ``values`` (and ``load``: the whole-trace
-        offered load and utilization) averaged over the samples, and the timings: ``fit_s`` (of the fit itself,
-        also when the model came from the cache: recorded at fit time), ``sample_s`` and ``score_s`` per sample.
+        The samples pooled by :func:`synth.fidelity.pool` (``values`` averaged over the samples, ``samples`` each
+        one's) with ``load`` (the whole-trace offered load and utilization, averaged), and the timings: ``fit_s``
+        (of the fit itself, also when the model came from the cache: recorded at fit time), ``sample_s`` and
+        ``score_s`` per sample.
     """
     model, fit_s = fitted(name, fit_table(refs.train, name, neural_rows), refs, seed, cache, label)
     results, sample_s, score_s = [], 0.0, 0.0
@@ -95,8 +96,7 @@ def run_model(name: str, refs: fidelity.References, seed: int, cache: Path | Non
         t2 = time.perf_counter()
         results.append(fidelity.score(refs, raw))
         sample_s, score_s = sample_s + t2 - t1, score_s + time.perf_counter() - t2
-    out = dict(results[0])
-    out["values"] = {m: float(np.mean([r["values"][m] for r in results])) for m in results[0]["values"]}
+    out = fidelity.pool(results)
     out["load"] = {key: float(np.mean([_load(r, key) for r in results])) for key in ("offered_load", "utilization")}
     return out, {"fit_s": fit_s, "sample_s": sample_s / samples, "score_s": score_s / samples}
 
@@ -129,10 +129,10 @@ def markdown(table: pd.DataFrame) -> str:
 
 def wide_table(refs: fidelity.References, scored: dict[str, dict[str, Any]],
                timings: dict[str, dict[str, float]]) -> pd.DataFrame:
-    """The metric table, the raw whole-trace load and utilization (gaps hide the sign), then seconds per model."""
+    """The metric table, the raw whole-trace utilization (its gap hides the sign), then seconds per model."""
     table = fidelity.make_table(refs, scored)
     extra = []
-    for key in ("offered_load", "utilization"):
+    for key in ("utilization",):
         row = {"metric": f"{key.replace('_', ' ')} (whole trace, value)", "section": "scheduling",
                "better": "= test", "floor": _load(refs.floor, key), "bootstrap": _load(refs.bootstrap, key),
                "test": float(refs.floor["sections"]["scheduling"]["summary"].at[key, "real"])}
@@ -164,21 +164,34 @@ def _versus(rows: pd.DataFrame, ours: str, other: str) -> str:
     return f"{won} / {tied} / {len(diff) - won - tied}"
 
 
-def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals") -> str:
-    """Per model: the headline rows, privacy against the test split, the targets met, and ``ours`` against it.
+def _loads(values: list[float], train: float) -> str:
+    """Offered loads of the samples: their mean relative to train's, and their range."""
+    mean = float(np.mean(values))
+    text = f"{mean:.3f} ({mean / train - 1:+.1%})"
+    return text + (f" [{min(values):.3f}-{max(values):.3f}]" if len(values) > 1 else "")
 
-    Fidelity rows are every row but privacy and the timings (marginals to scheduling, validity included); privacy
-    rows pass where the value is no worse than the test split's own (identifiers: never reused).
+
+def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals",
+               loads: dict[str, list[float]] | None = None) -> str:
+    """Per model: the headline rows, the samples' load, privacy against the test split, the targets, ``ours`` vs it.
+
+    Fidelity rows are every row but privacy, the timings and the values judged by their closeness to the train
+    split's (the offered load): marginals to scheduling, validity included; privacy rows pass where the value is no
+    worse than the test split's own (identifiers: never reused). ``loads`` gives each model's per-sample offered
+    loads (default: the table's mean alone).
     """
-    fid = table[~table["section"].isin(["privacy", "time"]) & (table["better"] != "= test")]
+    fid = table[~table["section"].isin(["privacy", "time"]) & ~table["better"].str.startswith("=")]
     priv = table[table["section"] == "privacy"]
+    load_row = table.set_index("metric").loc["offered load (whole trace)"]
     lines = [f"Scoreboard ({len(fid)} fidelity rows; ties within {TIE}):", "",
-             f"| model | {' | '.join(HEADLINE)} | privacy rows as private as the test split | targets met | "
-             f"{ours} better / tied / worse on the fidelity rows |", "|---|---:|---:|---|---|---:|"]
+             f"| model | {' | '.join(HEADLINE)} | offered load: mean (vs train's {load_row['floor']:.3f}) [range over "
+             f"the samples] | privacy rows as private as the test split | targets met | {ours} better / tied / "
+             "worse on the fidelity rows |", "|---|---:|---:|---|---|---|---:|"]
     floor = dict(zip(table["metric"], table["floor"], strict=True))
     goals: dict[str, pd.DataFrame] = {}
     for m in models:
         head = [cell(float(table.loc[table["metric"] == h, m].iloc[0])) for h in HEADLINE]
+        head.append(_loads((loads or {}).get(m) or [float(load_row[m])], float(load_row["floor"])))
         bad = [r["metric"] for _, r in priv.iterrows() if not _private_enough(r, float(r[m]))]
         ok = f"{len(priv) - len(bad)} of {len(priv)}" + (f" (not: {', '.join(bad)})" if bad else "")
         versus = "-" if m == ours or ours not in models else _versus(fid, ours, m)
@@ -203,7 +216,8 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
         neural = ", ".join(m for m in scored if m in NEURAL)
         head += f"; {neural or 'the neural models'} fitted on the last {args.neural_fit_rows:,} train jobs only"
     table = wide_table(refs, scored, timings)
-    text = head + "\n\n" + markdown(table) + "\n\n" + scoreboard(table, ["bootstrap", *scored])
+    loads = {m: [v["offered load (whole trace)"] for v in c["samples"]] for m, c in scored.items()}
+    text = head + "\n\n" + markdown(table) + "\n\n" + scoreboard(table, ["bootstrap", *scored], loads=loads)
     if failed:
         text += "\n\n" + "\n".join(f"- {m} failed: {why}" for m, why in failed.items())
     return text + "\n"

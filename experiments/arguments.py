@@ -22,7 +22,7 @@ from hpcgym import cli
 
 T = TypeVar("T")
 #: the fields whose flags come from :func:`hpcgym.cli.add_trace_args`
-TRACE_FLAGS = ("format", "machine", "columns")
+TRACE_FLAGS = ("format", "machine", "columns", "round", "on_duplicate")
 
 
 def flag(default: Any, text: str, **metadata: Any) -> Any:
@@ -40,9 +40,11 @@ class TraceArgs:
     format: str = ""  #: ``--format`` (:func:`hpcgym.cli.add_trace_args`); empty: from the file's name and header
     machine: str = ""  #: ``--machine`` as text; empty: the trace's own
     columns: str = ""  #: ``--columns`` as text (for ``--format csv``)
+    round: str = ""  #: ``--round`` as text; empty: the readers' defaults (counts must be whole)
+    on_duplicate: str = "warn"  #: ``--on-duplicate``: ``warn`` (keep jobs whose id repeats) or ``error``
 
     def read_kwargs(self) -> dict[str, Any]:
-        """How to read the trace (:func:`hpcgym.traces.read`'s ``format``, ``machine``, ``columns``)."""
+        """How to read the trace: :func:`hpcgym.traces.read`'s keyword arguments (:data:`TRACE_FLAGS`)."""
         return {name: getattr(self, name) or None for name in TRACE_FLAGS}
 
     @property
@@ -58,23 +60,23 @@ def parser(cls: type, prog: str, description: str | None) -> cli.ArgumentParser:
         TypeError: :func:`hpcgym.cli.add_trace_args` adds a flag that ``cls`` has no field for.
     """
     ap = cli.ArgumentParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    names = {f.name for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     for f in dataclasses.fields(cls):
         if f.name == TRACE_FLAGS[0]:
-            _add_trace_flags(ap, names)
+            _add_trace_flags(ap, fields)
         elif f.name not in TRACE_FLAGS:
             _add_flag(ap, f)
     return ap
 
 
-def _add_trace_flags(ap: argparse.ArgumentParser, names: set[str]) -> None:
+def _add_trace_flags(ap: argparse.ArgumentParser, fields: dict[str, dataclasses.Field]) -> None:
     cli.add_trace_args(ap, as_text=True)
     probe = argparse.ArgumentParser(add_help=False)
     cli.add_trace_args(probe, as_text=True)
     added = set(vars(probe.parse_args([])))
-    if added - names:
-        raise TypeError(f"hpcgym.cli.add_trace_args adds {sorted(added - names)}: give TraceArgs such fields")
-    ap.set_defaults(**{dest: "" for dest in added})  # the dataclass's "unset"
+    if added - set(fields):
+        raise TypeError(f"hpcgym.cli.add_trace_args adds {sorted(added - set(fields))}: give TraceArgs such fields")
+    ap.set_defaults(**{dest: fields[dest].default for dest in added})  # the dataclass's own ("" is unset)
 
 
 def _add_flag(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:

@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     agents: dict[str, Agent] = {}
     for run in args.model:
         agents.update(RunFolder(run).agents())
-    read = {"format": args.format, "machine": args.machine, "columns": args.columns}
+    read = cli.read_options(args)
     if args.trace is None:
         args.trace, read = _runs_trace(args.model, read)
     per_window, per_job = evaluate_on_test(args.trace, agents, args.windows, args.length, args.seed, read=read)

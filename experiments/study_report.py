@@ -178,9 +178,9 @@ def predictors(fidelity: pd.DataFrame, sources: pd.DataFrame) -> pd.DataFrame:
         if len(both) >= 3 and both.iloc[:, 0].nunique() > 1 and both.iloc[:, 1].nunique() > 1:
             rho = float(spearmanr(both.iloc[:, 0], both.iloc[:, 1]).statistic)
         better = g["better"].iat[0] if "better" in g else None
-        sign = -1.0 if better == "lower" else 1.0
+        sign = {"lower": -1.0, "higher": 1.0}.get(better)  # a value row ("= train") has no direction
         rows.append({"metric": metric, "section": g["section"].iat[0] if "section" in g else "", "better": better,
-                     "generators": len(both), "rho": rho, "rho_oriented": sign * rho if better else np.nan})
+                     "generators": len(both), "rho": rho, "rho_oriented": sign * rho if sign else np.nan})
     return pd.DataFrame(rows).sort_values("rho_oriented", ascending=False, na_position="last").reset_index(drop=True)
 
 

@@ -30,14 +30,15 @@ API:
 - Argument types that keep the reason in argparse's message: ``positive_int``, ``machine_arg`` (a
   :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``, see :func:`hpcgym.machines.parse`) and
   ``columns_arg`` (a column mapping from ``k=v,k=v``, see :func:`hpcgym.traces.csvtable.parse_columns`).
-- ``add_trace_args(parser)``: the ``--format``, ``--machine`` and ``--columns`` options every trace-reading CLI takes,
-  passed on as ``traces.read(path, format=args.format, machine=args.machine, columns=args.columns)``
+- ``add_trace_args(parser)``: the ``--format``, ``--machine``, ``--columns``, ``--round`` and ``--on-duplicate``
+  options every trace-reading CLI takes, passed on as ``traces.read(path, **read_options(args))``
   (``as_text=True``: checked, but kept as text for settings saved as JSON).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import sys
@@ -52,6 +53,11 @@ MACHINE_HELP = ("the machine: a catalog name (theta, sdsc-sp2, ...) or NODES[xCO
 COLUMNS_HELP = ("for --format csv: canonical name=CSV column pairs, e.g. interarrival=interval,run=run_time,"
                 "nodes=node_num,walltime=wall_time,user=user (keys: submit|interarrival, run, nodes|procs, walltime, "
                 "job_id, user, group, queue, status, wait)")
+ROUND_HELP = ("how to round values that should be whole and are not (node or processor counts, times): a mode for "
+              "every field (ceil, floor, nearest) or FIELD=MODE pairs, e.g. nodes=ceil,run=nearest (fields: submit, "
+              "run, walltime, wait, nodes, procs); counted in the trace's repaired values. Default: such counts are "
+              "an error; runtimes and walltimes round up, submit times down")
+DUPLICATE_HELP = ("jobs whose id an earlier job has: warn (keep them, one warning; the default) or error")
 FORMATS = ("swf", "alcf", "mustang", "csv", "slurm", "pbs")
 EXIT_USAGE = 2
 _FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
@@ -114,11 +120,29 @@ def columns_arg(text: str) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def round_arg(text: str) -> str:
+    """An argparse type: a rounding policy (see :func:`hpcgym.traces._io.parse_round`), kept as its text."""
+    from hpcgym.traces._io import parse_round
+
+    try:
+        parse_round(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def read_options(args: argparse.Namespace) -> dict[str, object]:
+    """The keyword arguments of :func:`hpcgym.traces.read` from the options of :func:`add_trace_args`."""
+    return {"format": args.format, "machine": args.machine, "columns": args.columns, "round": args.round,
+            "on_duplicate": args.on_duplicate}
+
+
 def add_trace_args(parser: argparse.ArgumentParser, as_text: bool = False) -> None:
-    """Add ``--format``, ``--machine`` and ``--columns``, the options of every CLI that reads a trace.
+    """Add the options of every CLI that reads a trace (pass them on with :func:`read_options`).
 
     With ``as_text``, ``--machine`` and ``--columns`` are checked as usual but keep the text given, for settings
-    that are saved as JSON (``experiments.train``'s ``args.json``) and passed to :func:`hpcgym.traces.read` later.
+    that are saved as JSON (``experiments.train``'s ``args.json``) and passed to :func:`hpcgym.traces.read` later
+    (``--round`` and ``--on-duplicate`` are text either way).
     """
     machine, columns = (_checked(machine_arg), _checked(columns_arg)) if as_text else (machine_arg, columns_arg)
     parser.add_argument("--format", choices=FORMATS, default=None,
@@ -126,6 +150,8 @@ def add_trace_args(parser: argparse.ArgumentParser, as_text: bool = False) -> No
                         "or a directory of them (default: .swf and .sacct by name, else from the first line)")
     parser.add_argument("--machine", type=machine, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
     parser.add_argument("--columns", type=columns, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
+    parser.add_argument("--round", type=round_arg, default=None, metavar="MODE|FIELD=MODE,...", help=ROUND_HELP)
+    parser.add_argument("--on-duplicate", choices=("warn", "error"), default="warn", help=DUPLICATE_HELP)
 
 
 def _checked(parse: Callable[[str], object]) -> Callable[[str], str]:
@@ -155,6 +181,10 @@ def run(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] 
     Returns:
         ``main``'s exit code (0 when it returns None), 2 after an expected error, 130 after ``Ctrl-C``.
     """
+    # The imports are done: their objects (pandas', numba's, ...) live as long as the process. Frozen, the cyclic
+    # garbage collector stops walking them at every full collection; numba's first cache load alone triggers
+    # enough collections to cost a CLI 0.2-0.3 s of CPU (measured on baselines.run with HPC2N).
+    gc.freeze()
     try:
         return int(main(argv) or 0)
     except (HpcgymError, ValueError, *_FILE_ERRORS) as exc:

@@ -150,7 +150,9 @@ class SchedulingEnv(gym.Env):
     ## Version history
     - v0: first release. Later changes that leave every valid action's episode unchanged: ``reward="log"``, the
       vector environment, ``invalid_action="wrap"`` as the default (it used to be ``"raise"``), and
-      ``time_scale`` (its default is the old behaviour).
+      ``time_scale`` (its default is the old behaviour). One fix changed what agents see: until 2026-11-25 the
+      machine row's time of day was right only for windows that start at the trace's first job (it added the
+      window's clock to the trace's start); agents trained before then saw noise in that column.
     - v1: ``predictor="last2"`` and ``features="v1"``: EASY reserves and backfills on runtime predictions, and the
       observation has the 4 more columns above. A prediction that expires is an event, so an agent may get a
       decision at a time v0 would not give one.
@@ -183,7 +185,7 @@ class SchedulingEnv(gym.Env):
         self.features = features
         self.predictor = predict.get(predictor)
         self.invalid_action = invalid_action
-        window, slots = _whole(window, "window"), _whole(slots, "slots")
+        window, slots = whole_number(window, "window"), whole_number(slots, "slots")
         if window < 2 or slots < 1:
             raise ValueError(f"window must be >= 2 and slots >= 1, not {window} and {slots}")
         self.machine = machines.get(machine)
@@ -205,8 +207,7 @@ class SchedulingEnv(gym.Env):
         table = self.source.table
         if table is None:
             table = self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0)
-        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale),
-                         int(table.attrs.get("unix_start_time", 0) or 0))
+        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale))
         self._window: Window | None = None
         self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
         self.result: rewards.EpisodeResult | None = None
@@ -254,14 +255,14 @@ class SchedulingEnv(gym.Env):
         train = None if source is None else traces.split(traces.load(source), "train", train_fraction)
         return workload_factory("synthetic")(self.machine, train)
 
-    def _set_scales(self, time_scale: float, clock0: int) -> None:
+    def _set_scales(self, time_scale: float) -> None:
         if not (math.isfinite(time_scale) and time_scale > 0):
             raise ValueError(f"time_scale must be a positive number of seconds, not {time_scale!r}")
         self.time_scale = time_scale
         self._inv_time = 1.0 / np.log1p(time_scale)
         self._inv_wait = 1.0 / np.log1p(WAIT_SCALE * time_scale)
         self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
-        self._clock0 = clock0
+        self._clock0 = 0  # the trace clock at the current window's time 0 (the time-of-day feature's origin)
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -271,11 +272,13 @@ class SchedulingEnv(gym.Env):
         :data:`MAX_REDRAWS` times). ``options={"window_start": row}`` pins the window to rows
         ``row .. row + window - 1`` of the split (for evaluation on fixed windows); such a window is played even if
         it needs no decision, in which case the episode is already over: the observation is all padding and
-        ``info["done"]`` is True.
+        ``info["done"]`` is True. Any other option is an error.
         """
+        pinned = reset_options(options).get("window_start")
+        if pinned is not None:
+            pinned = whole_number(pinned, "options['window_start']")
         super().reset(seed=seed)
         self.invalid_actions = 0
-        pinned = None if options is None else options.get("window_start")
         pending = self.load_window(self.np_random, pinned)
         if not pending:
             self.result = self.finish()
@@ -287,6 +290,7 @@ class SchedulingEnv(gym.Env):
         self.result = None
         for _ in range(MAX_REDRAWS):
             self._window = w = self.source.draw(rng, pinned)
+            self._clock0 = w.clock0
             keys = self.source.keys(w, self.order)
             pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers, w.user)
             if pending or pinned is not None:
@@ -298,7 +302,7 @@ class SchedulingEnv(gym.Env):
         """Schedule the job in slot ``action``; see the class docstring."""
         if self._window is None or self.sim.done:
             raise ValueError("the episode is over (or never started): call reset() before step()")
-        action = _whole(action, "action")
+        action = whole_number(action, "action")
         if not (0 <= action < self.slots) or not self._mask[action]:
             if self.invalid_action == "raise":
                 raise ValueError(f"invalid action {action}: slot is empty or out of range "
@@ -375,7 +379,7 @@ class SchedulingEnv(gym.Env):
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-def _whole(value: Any, name: str) -> int:
+def whole_number(value: Any, name: str) -> int:
     """``value`` as an int, refusing floats with a fractional part (``2.5`` would silently become 2)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not {value!r}")
@@ -386,6 +390,22 @@ def _whole(value: Any, name: str) -> int:
     if whole != value:
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return whole
+
+
+#: The keys ``reset(options=...)`` takes.
+RESET_OPTIONS = ("window_start",)
+
+
+def reset_options(options: Any) -> dict[str, Any]:
+    """``reset``'s ``options`` checked: None (no options) or a dict of :data:`RESET_OPTIONS` keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict such as {{'window_start': 0}}, or None; not {options!r}")
+    unknown = sorted(map(repr, set(options) - set(RESET_OPTIONS)))
+    if unknown:
+        raise ValueError(f"unknown reset option {', '.join(unknown)}: the options are {list(RESET_OPTIONS)}")
+    return options
 
 
 def longest_walltime(jobs: pd.DataFrame) -> float:

@@ -21,7 +21,13 @@ walltime_known bool False where the estimate was missing and set to ``run`` (a p
 
 Readers may add the optional SWF columns of :data:`OPTIONAL_COLUMNS`; the SWF writer writes them back.
 The table's ``attrs`` carry the metadata: ``name``, ``machine`` (a :class:`~hpcgym.machines.Machine`),
-``header`` (dict), ``unix_start_time`` (int) and ``invalid`` (reason -> count of dropped jobs).
+``header`` (dict), ``unix_start_time`` (int), ``invalid`` (reason -> count of dropped jobs), ``repaired`` (what
+a reader's rounding policy changed -> count) and ``duplicate_ids`` (jobs whose id an earlier job has).
+
+**Compact tables.** A reader called with ``compact=True`` keeps only the columns above and stores every integer
+column as int32 where all its values fit (:func:`compact_ints`), else int64: 38 bytes per job instead of 154 and
+more. They are for whole-trace runs of the simulator, which casts to int64 itself; code that multiplies such
+columns must cast first (``nodes * walltime`` overflows int32). :func:`validate` accepts both widths.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from hpcgym import errors
 from hpcgym.errors import InvalidJobError
 
 OnInvalid = Literal["drop", "error"]
+OnDuplicate = Literal["warn", "error"]
 
 COLUMNS: dict[str, str] = {
     "job_id": "int64",
@@ -118,18 +125,39 @@ def finalize(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def invalid_reasons(df: pd.DataFrame, max_nodes: int | None) -> np.ndarray:
-    """Return, per row, the index into :data:`INVALID_REASONS` of its first failed check, or -1 if valid."""
-    reason = np.full(len(df), -1, dtype=np.int8)
+def compact_ints(values: np.ndarray) -> np.ndarray:
+    """Integers as int32 when every value fits, else as int64 (the integer columns of a compact table)."""
+    values = np.asarray(values)
+    small = np.iinfo(np.int32)
+    fits = not len(values) or (values.min() >= small.min and values.max() <= small.max)
+    return values.astype(np.int32 if fits else np.int64, copy=False)
+
+
+def invalid_reasons(df: pd.DataFrame | dict[str, np.ndarray], max_nodes: int | None) -> np.ndarray:
+    """Return, per row, the index into :data:`INVALID_REASONS` of its first failed check, or -1 if valid.
+
+    ``df`` is a job table, or a dict of its ``submit``, ``run`` and ``nodes`` columns as arrays.
+    """
+    nodes = np.asarray(df["nodes"])
+    reason = np.full(len(nodes), -1, dtype=np.int8)
     checks = [
-        df["submit"].to_numpy() < 0,
-        df["run"].to_numpy() <= 0,
-        df["nodes"].to_numpy() <= 0,
-        (df["nodes"].to_numpy() > max_nodes) if max_nodes else np.zeros(len(df), bool),
+        np.asarray(df["submit"]) < 0,
+        np.asarray(df["run"]) <= 0,
+        nodes <= 0,
+        (nodes > max_nodes) if max_nodes else None,
     ]
     for i, bad in reversed(list(enumerate(checks))):
-        reason[bad] = i
+        if bad is not None:
+            reason[bad] = i
     return reason
+
+
+def invalid_job_error(reason: int, job_id: object, nodes: int, max_nodes: int | None, path: str | Path,
+                      line: int | None) -> InvalidJobError:
+    """The error for one invalid job (``reason``: its index into :data:`INVALID_REASONS`), naming its line."""
+    name = list(INVALID_REASONS)[reason]
+    detail = name if name != "nodes > machine" else f"{nodes} nodes > {max_nodes}"
+    return InvalidJobError(path, line, INVALID_REASONS[name], f"job {job_id}: {detail}")
 
 
 def apply_invalid_policy(
@@ -160,10 +188,8 @@ def apply_invalid_policy(
     names = list(INVALID_REASONS)
     if on_invalid == "error":
         first = int(np.flatnonzero(bad)[0])
-        name = names[reason[first]]
-        line = int(lines[first]) if lines is not None else None
-        detail = name if name != "nodes > machine" else f"{df['nodes'].iat[first]} nodes > {max_nodes}"
-        raise InvalidJobError(path, line, INVALID_REASONS[name], f"job {df['job_id'].iat[first]}: {detail}")
+        raise invalid_job_error(int(reason[first]), df["job_id"].iat[first], df["nodes"].iat[first], max_nodes, path,
+                                int(lines[first]) if lines is not None else None)
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
     warn_dropped(path, counts, len(df))
     return df.loc[~bad], counts
@@ -182,7 +208,7 @@ def validate(df: pd.DataFrame, max_nodes: int | None = None) -> None:
     if missing:
         raise ValueError(f"job table lacks the columns {missing}; see hpcgym.jobs.COLUMNS")
     for col, dtype in COLUMNS.items():
-        if col != "status" and str(df[col].dtype) != dtype:
+        if col != "status" and str(df[col].dtype) != dtype and not (dtype == "int64" and df[col].dtype == np.int32):
             raise ValueError(f"column {col!r} has dtype {df[col].dtype}, expected {dtype}")
     submit = df["submit"].to_numpy()
     if np.any(np.diff(submit) < 0):

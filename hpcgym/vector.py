@@ -30,7 +30,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from hpcgym import observation
-from hpcgym.env import SchedulingEnv
+from hpcgym.env import SchedulingEnv, reset_options, whole_number
 from hpcgym.sim import core
 from hpcgym.sim.engine import Buffers
 from hpcgym.sim.state import QE, QS, T
@@ -43,6 +43,7 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
 
     ``jobs`` and ``st`` are the batch's :class:`~hpcgym.sim.state.Jobs` and :class:`~hpcgym.sim.state.State` (2-D
     arrays, one row per copy) as plain tuples; copy ``i`` runs on the first ``lengths[i]`` entries of its rows.
+    ``clock0[i]`` is the trace clock at the start of copy ``i``'s window (each copy plays its own window).
     """
     for i in range(len(actions)):
         if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
@@ -53,7 +54,7 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
         ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
         si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
               pu[i], hist[i], hcount[i])
-        status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0,
+        status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0[i],
                                      inv_wait, inv_time, inv_area, v1)
 
 
@@ -68,7 +69,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, **env_kwargs: Any):
-        if int(num_envs) < 1:
+        if whole_number(num_envs, "num_envs") < 1:
             raise ValueError(f"num_envs must be >= 1, not {num_envs}")
         env_kwargs.pop("max_episode_steps", None)  # gymnasium.make_vec passes the spec's (None)
         self.num_envs = int(num_envs)
@@ -87,6 +88,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._lengths = np.zeros(self.num_envs, np.int64)
         self._status = np.zeros(self.num_envs, np.int64)
         self._decisions = np.zeros(self.num_envs, np.int64)
+        self._clock0 = np.zeros(self.num_envs, np.int64)
         self.final_infos: dict[int, dict[str, Any]] = {}
         self.invalid_actions = 0
 
@@ -97,21 +99,24 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         whose pinned window needs no decision ends at the next step, whatever its action).
         """
         seeds = _seeds(seed, self.num_envs)
-        pinned = None if options is None else options.get("window_start")
-        if pinned is not None and len(pinned) != self.num_envs:
-            raise ValueError(f"options['window_start'] needs one row per copy ({self.num_envs}), got {len(pinned)}")
+        pinned = reset_options(options).get("window_start")
+        if pinned is not None and (np.ndim(pinned) != 1 or len(pinned) != self.num_envs):
+            raise ValueError(f"options['window_start'] needs one row per copy ({self.num_envs}), not {pinned!r}")
         for i, env in enumerate(self.envs):
-            env.reset(seed=seeds[i], options=None if pinned is None else {"window_start": int(pinned[i])})
+            env.reset(seed=seeds[i], options=None if pinned is None else {"window_start": pinned[i]})
             self._loaded(i)
         return self._obs.copy(), self._step_info()
 
     def step(self, actions: Any):
         """Apply one action per copy; copies whose episode ends are reset in the same step."""
-        actions = self._checked(np.asarray(actions).reshape(self.num_envs))
+        actions = np.asarray(actions)
+        if actions.size != self.num_envs:
+            raise ValueError(f"step takes one action per copy ({self.num_envs}), got {actions.size}: {actions!r}")
+        actions = self._checked(actions.reshape(self.num_envs))
         self._decisions += self._status != core.DONE
         t = self.envs[0]
         _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, *self._arrays, self._obs,
-                  self._mask, t._clock0, t._inv_wait, t._inv_time, t._inv_area, t.features == "v1")
+                  self._mask, self._clock0, t._inv_wait, t._inv_time, t._inv_area, t.features == "v1")
         reward = np.zeros(self.num_envs)
         terminated = self._status == core.DONE
         self.final_infos = {}
@@ -148,11 +153,12 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._lengths[i] = len(sim.submit)
         self._status[i] = core.DECIDE if not sim.done else core.DONE
         self._decisions[i] = sim.decisions
+        self._clock0[i] = self.envs[i]._clock0
 
     def _checked(self, actions: np.ndarray) -> np.ndarray:
         """Valid slots are ``0 .. v - 1`` (v waiting jobs, at most ``slots``); map or refuse the others."""
         if not np.issubdtype(actions.dtype, np.integer):
-            if not np.all(actions == np.floor(actions)):
+            if not np.issubdtype(actions.dtype, np.number) or not np.all(actions == np.floor(actions)):
                 raise ValueError(f"actions must be integer slots, got {actions}")
         actions = actions.astype(np.int64)
         valid = self._mask.sum(axis=1)

@@ -76,6 +76,8 @@ class Window:
     user: np.ndarray  #: user ids (-1: unknown), for history predictors
     start_row: int  #: first row in the split, or -1 for a sampled window
     source: pd.DataFrame = field(repr=False)  #: the table the window's rows come from
+    #: the trace clock (Unix seconds) at the window's first submit: its time 0 is this instant, not the trace's start
+    clock0: int = 0
 
     def __len__(self) -> int:
         return len(self.submit)
@@ -121,13 +123,15 @@ class EpisodeSource:
             jobs = jobtable.finalize(jobs)
             check_fits(jobs, self.machine.nodes, self.machine.name)
             cols = _columns(jobs, self.kill_at_walltime)
-            return Window(cols[0] - (cols[0][0] if len(jobs) else 0), *cols[1:], start_row=-1, source=jobs)
+            first = int(cols[0][0]) if len(jobs) else 0
+            return Window(cols[0] - first, *cols[1:], start_row=-1, source=jobs, clock0=_unix_start(jobs) + first)
         return self._slice(int(rng.integers(0, len(self.table) - self.window + 1)))
 
     def _slice(self, s: int) -> Window:
         e = s + self.window
         submit, wall, nodes, hold, job_id, user = (c[s:e] for c in self._cols)
-        return Window(submit - submit[0], wall, nodes, hold, job_id, user, start_row=s, source=self.table)
+        return Window(submit - submit[0], wall, nodes, hold, job_id, user, start_row=s, source=self.table,
+                      clock0=_unix_start(self.table) + int(submit[0]))
 
     def keys(self, window: Window, policy: PriorityPolicy) -> np.ndarray | None:
         """The custom static keys of ``policy`` on ``window`` (None for compiled formulas)."""
@@ -141,6 +145,11 @@ def _columns(jobs: pd.DataFrame, kill_at_walltime: bool) -> tuple[np.ndarray, ..
     return (jobs["submit"].to_numpy(np.int64), jobs["walltime"].to_numpy(np.int64),
             jobs["nodes"].to_numpy(np.int64), hold_times(jobs, kill_at_walltime), jobs["job_id"].to_numpy(),
             jobs["user"].to_numpy(np.int64))
+
+
+def _unix_start(jobs: pd.DataFrame) -> int:
+    """The Unix time of a table's submit 0 (0 when the table does not know it)."""
+    return int(jobs.attrs.get("unix_start_time", 0) or 0)
 
 
 def check_fits(table: pd.DataFrame, machine_nodes: int, machine_name: str = "the machine") -> None:

@@ -43,19 +43,43 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
 6. **Identities.** Users are synthetic: the ``k``-th is ``user_base + k``, where ``user_base`` is a power of ten
    (at least 10^6) above every training id, so a synthetic id never equals a real one. A session draws its user
    from the training users' activity profile (their session counts, sorted, with the ids dropped). Groups and
-   queues are not modelled (``-1``, unknown).
-7. **Load.** ``load=None`` keeps the data's own offered load; a number rescales the gaps to reach it.
-8. **No estimates.** When most training jobs have no walltime estimate (``walltime_known`` false: the reader
-   set ``walltime = run``), the sampled walltime is the request's, smoothed by the same kernel, and ``run`` equals
-   it (perfect estimates, as in the data).
+   queues are not modelled (``-1``, unknown). A log without user ids (anonymised: every id ``-1``) gives samples
+   without them too (``-1``); sessions are then the runs of equal requests.
+7. **Load.** The samples offer the training jobs' load between outages (node-seconds asked for over the submit span
+   times the machine's nodes, each gap counting at most :data:`OUTAGE`), or ``load`` when it is given, through a
+   **governor** on the arrival clock; outages (longer gaps) come at the data's rate, as the quantiles give them.
+   Once a sample's requests and runtimes are drawn, the clock runs again with the same random numbers, and each gap
+   is stretched by ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work
+   submitted so far divided by the target's node-seconds per second, minus the time elapsed (outages capped), and
+   ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the training data. The gaps are stretched inside the clock, so
+   the hour classes (the daily and weekly cycle) follow the governed clock; a stretch of jobs shorter than the
+   horizon (a 256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap by the
+   training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the
+   test split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40
+   samples), for two different reasons. On Mustang the samples ask for more work per second (+10% between outages,
+   from the work per job: the requests and runtimes drawn), and a sample's load ranged 0.37-1.53 (train 0.71),
+   samples above load 1 never draining: the governor corrects it. On Theta the load between outages was right
+   (+1.4%); a quarter of the train span is outages of 7-13 days, and a sample of 7,000 jobs catches fewer of them
+   than train has, more often than more: the data's own windows of that length offer +34% on average (the day-block
+   bootstrap of the train rows +11%). Holding the whole-trace load instead (outages counted in the debt) gives
+   Theta's samples the train's load, but it fills each outage's time with a flood of jobs afterwards and lowers the
+   load between outages of the samples that have none: the whole-trace EASY-wait KS rose from 0.066 to 0.104 (bar
+   0.084) and the 24 h spectral peak missed its target. A rate factor fitted at fit time by sampling (as the request
+   mix is calibrated) centres the long-run load but leaves the spread (Mustang samples up to 1.76) and raised
+   Theta's wait KS to 0.108 (eight samples). Measurements: ``docs/benchmarks.md``.
+8. **No estimates.** When most training jobs have no walltime estimate (``walltime_known`` false: the reader set
+   ``walltime = run``), the sampled walltime is the request's, smoothed by the same kernel, and ``run`` equals it
+   (perfect estimates, flagged ``walltime_known`` false, as in the data). A request is then ``(nodes, run)``, so few
+   jobs repeat the one before (on Theta, 6% of the jobs submitted within 6 s of another repeat its request, against
+   81% with walltimes), and the session structure is mostly lost.
 
-Fitting is a few vectorized passes over the training table plus the calibrations, which sample (1.3-2.1 s on the
-bundled traces, HPC2N's 142k train jobs the slowest); sampling is vectorized except the arrival clock (one cheap
-pass: 0.1 s for 16k jobs).
+Fitting is a few vectorized passes over the training table plus the calibrations, which sample; sampling is
+vectorized except the arrival clock (two cheap passes, the second governed). Times are in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -64,6 +88,7 @@ from scipy.signal import lfilter
 from scipy.special import ndtr
 
 from synth.base import Synthesizer
+from synth.replay import OUTAGE, busy_load  # OUTAGE: the longest a gap counts in the governor's debt
 
 GAP_BINS = np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0])  # edges on log1p(gap): ~1 s, 1 min, 7 min, 50 min, 6 h
 GAP_JITTER = 0.1  # sd of the Gaussian kernel on log1p(gap)
@@ -76,6 +101,9 @@ N_CLASSES = 20 * 16  # request classes: 16 walltime octaves x 20 node-count octa
 MIX_ROUNDS = 3  # rounds of the request-mix calibration
 MIX_JOBS = 100_000  # jobs sampled per round, at least (more when the training table is longer)
 MIX_CLIP = 5.0  # a round changes a request's weight by at most this factor
+GOVERNOR_JOBS = 2048  # the load governor's horizon, in the training data's mean gaps: the longest evaluation window
+GOVERNOR_LIMIT = 2.0  # the governor stretches or shrinks a gap by at most this factor
+CHUNK = 1 << 16  # the arrival clock works out every hour class's gap for this many jobs at a time
 
 
 def _hour_class(hour: np.ndarray, dow: np.ndarray) -> np.ndarray:
@@ -87,7 +115,10 @@ def _period(hour: np.ndarray, dow: np.ndarray) -> np.ndarray:
 
 
 def _lag1(x: np.ndarray) -> float:
-    return float(np.corrcoef(x[1:], x[:-1])[0, 1]) if len(x) > 2 else 0.0
+    """Lag-1 autocorrelation; 0 for a series with none to measure (too short, or constant: a burst of submits)."""
+    if len(x) <= 2 or np.ptp(x[1:]) == 0 or np.ptp(x[:-1]) == 0:
+        return 0.0
+    return float(np.corrcoef(x[1:], x[:-1])[0, 1])
 
 
 def _gap_bin(x: np.ndarray) -> np.ndarray:
@@ -163,7 +194,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     Args:
         max_nodes: machine size (default: the largest job seen).
-        load: target offered load, or None for the data's own.
+        load: the offered load the governor holds the samples to (None: the training jobs').
         machine_nodes: nodes of the machine the load refers to (default ``max_nodes``).
         jitter: the smallest kernel bandwidth of the runtime densities (on ``log`` seconds).
         smoothing: pseudo-count of the shrinkage of the conditional request and outcome distributions.
@@ -171,7 +202,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     name = "arrivals"
     packages = ("numpy", "pandas", "scipy")
-    revision = 3  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated
+    revision = 4  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated; 4: load governor
 
     def __init__(self, max_nodes: int | None = None, load: float | None = None, machine_nodes: int | None = None,
                  jitter: float = 0.3, smoothing: float = 20.0, **params: Any):
@@ -197,6 +228,19 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self._fit_outcomes(table)
         self._fit_runtimes(table)
         self._calibrate_mix(rng)
+        self._fit_load(jobs)
+
+    def _fit_load(self, jobs: pd.DataFrame) -> None:
+        """The governor's target (``load``, else the training jobs' load between outages) and its time unit."""
+        nodes = int(self.machine_nodes or self.max_nodes)
+        span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
+        own = busy_load(jobs, nodes)  # the training jobs' load between outages
+        target = self.load if self.load is not None else own
+        usable = bool(np.isfinite(own) and own > 0 and target > 0)
+        self.target_load = float(target) if usable else None  # None: no governor (no time span to learn from)
+        # a load asked for: every gap scaled at once, so that the governor only corrects the samples' fluctuations
+        self.gap_scale = float(own / target) if usable else 1.0
+        self.mean_gap = span / (len(jobs) - 1)
 
     def _fit_requests(self, table: pd.DataFrame, ctx: np.ndarray) -> None:
         """The request menu and its cumulative distribution per arrival context, shrunk towards the overall one."""
@@ -214,6 +258,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
     def _fit_sessions(self, table: pd.DataFrame, x: np.ndarray) -> None:
         """P(same user and request as the previous job | gap bin), and the users' activity profile."""
         user = table["user"].to_numpy()
+        self.users_known = bool((user >= 0).any())  # anonymised logs have none: the samples' users are -1 too
         same = (self.request[1:] == self.request[:-1]) & (user[1:] == user[:-1])
         b = _gap_bin(x[1:])
         self.p_same = np.array([same[b == k].mean() if (b == k).sum() >= MIN_POOL else same.mean()
@@ -281,7 +326,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         probs = np.diff(self.request_cdf, axis=1, prepend=0.0)
         seed = int(rng.integers(2**31))
         for _ in range(MIX_ROUNDS):
-            request, _, _ = self._requests(max(MIX_JOBS, len(self.request)), np.random.default_rng(seed))
+            request = self._requests(max(MIX_JOBS, len(self.request)), np.random.default_rng(seed))[0]
             got = np.bincount(request, minlength=n_req) / len(request)
             weight = _ratio(count / count.sum(), got)
             by_class = _ratio(np.bincount(self.menu_class, count / count.sum(), N_CLASSES),
@@ -309,23 +354,58 @@ class ArrivalAwareSynthesizer(Synthesizer):
         return (lo + hi) / 2
 
     # ---- sampling --------------------------------------------------------------------------------------------
-    def _gaps(self, n: int, rng: np.random.Generator, clock0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Gaps with the AR(1) normal scores mapped through the current hour class's (interpolated) quantiles."""
+    def _draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The arrival process's randomness: AR(1) uniform scores and the log gaps' kernel noise."""
         eps = rng.standard_normal(n) * np.sqrt(1.0 - self.phi**2)
         u = ndtr(lfilter([1.0], [1.0, -self.phi], eps))
-        gaps = np.zeros(n, np.int64)
-        hours, dows = np.empty(n, np.int64), np.empty(n, np.int64)
+        return u, rng.normal(0.0, GAP_JITTER, n)  # kernel smoothing of the log gaps
+
+    def _gaps(self, n: int, rng: np.random.Generator, clock0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Gaps with the AR(1) normal scores mapped through the current hour class's (interpolated) quantiles."""
+        return self._clock(*self._draws(n, rng), clock0)
+
+    def _clock(self, u: np.ndarray, noise: np.ndarray, clock0: int,
+               work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Run the arrival clock: each gap from the hour class the clock is in; with ``work``, governed.
+
+        Every gap is worked out for all 48 hour classes at once (:data:`CHUNK` jobs at a time), and the loop only
+        picks the class of the clock. Every gap is scaled by ``gap_scale`` (1 unless a ``load`` was asked for). With
+        ``work`` (each job's node-seconds) the governor stretches each gap by ``exp(debt / horizon)``, bounded by
+        :data:`GOVERNOR_LIMIT`, where ``debt`` is the work submitted so far divided by the target's node-seconds
+        per second, minus the time elapsed (a gap counting at most :data:`OUTAGE`), and ``horizon`` is
+        :data:`GOVERNOR_JOBS` mean gaps (see the module docstring).
+
+        Returns:
+            ``(gaps, hours, dows)``: the gaps (the first is 0) and the hour and weekday of each submit.
+        """
+        n = len(u)
+        gaps, clocks = np.zeros(n, np.int64), np.empty(n, np.int64)
         grid = {c: (np.arange(len(q)) + 0.5) / len(q) for c, q in self.quantiles.items()}
-        noise = rng.normal(0.0, GAP_JITTER, n)  # kernel smoothing of the log gaps
-        clock = clock0
-        for t in range(n):
-            hour, dow = (clock // 3600) % 24, ((clock // 86400) + 3) % 7  # 1970-01-01 was a Thursday
-            c = int(hour + 24 * (dow >= 5))
-            if t:
-                gaps[t] = int(round(np.expm1(max(np.interp(u[t], grid[c], self.quantiles[c]) + noise[t], 0.0))))
-                clock += gaps[t]
-            hours[t], dows[t] = (clock // 3600) % 24, ((clock // 86400) + 3) % 7
-        return gaps, hours, dows
+        governed = work is not None and getattr(self, "target_load", None) is not None
+        per_work, horizon, limit = 0.0, 1.0, float(np.log(GOVERNOR_LIMIT))
+        scale = getattr(self, "gap_scale", 1.0)  # 1 while fitting (the calibrations run before the load's)
+        if governed:
+            per_work = 1.0 / (self.target_load * int(self.machine_nodes or self.max_nodes))
+            horizon = GOVERNOR_JOBS * self.mean_gap * scale
+        work = work.tolist() if governed else [0.0] * n
+        clock, debt = int(clock0), 0.0
+        for lo in range(0, n, CHUNK):
+            part = slice(lo, min(n, lo + CHUNK))
+            rows = [np.expm1(np.maximum(np.interp(u[part], grid[c], self.quantiles[c]) + noise[part], 0.0)).tolist()
+                    for c in range(48)]  # plain lists: the loop below reads one value at a time
+            for t in range(part.start, part.stop):
+                if t:
+                    c = (clock // 3600) % 24 + 24 * (((clock // 86400) + 3) % 7 >= 5)  # 1970-01-01 was a Thursday
+                    gap = rows[c][t - lo] * scale
+                    if governed:
+                        gap *= math.exp(min(max(debt / horizon, -limit), limit))
+                    gap = round(gap)
+                    gaps[t] = gap
+                    clock += gap
+                    debt -= min(gap, OUTAGE)
+                debt += work[t] * per_work
+                clocks[t] = clock
+        return gaps, (clocks // 3600) % 24, ((clocks // 86400) + 3) % 7
 
     def _runtimes(self, request: np.ndarray, outcome: np.ndarray, first: np.ndarray,
                   rng: np.random.Generator) -> np.ndarray:
@@ -353,13 +433,16 @@ class ArrivalAwareSynthesizer(Synthesizer):
             run[over] = wall[over] + np.maximum(np.round(extra), 1).astype(np.int64)
         return run
 
-    def _requests(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    def _requests(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...],
+                                                                    tuple[np.ndarray, np.ndarray]]:
         """Arrivals, sessions and requests: each job's request index, its session's index, and the arrival arrays.
 
         Returns:
-            ``(request, session, (gaps, hours, dows, starts))``; ``starts`` are the jobs that open a session.
+            ``(request, session, (gaps, hours, dows, starts), draws)``; ``starts`` are the jobs that open a session,
+            ``draws`` the arrival process's randomness (:meth:`_draws`), to run the clock again governed.
         """
-        gaps, hours, dows = self._gaps(n, rng, self.unix_start_time)
+        draws = self._draws(n, rng)
+        gaps, hours, dows = self._clock(*draws, self.unix_start_time)
         bins = _gap_bin(np.log1p(gaps.astype(np.float64)))
         ctx = _period(hours, dows) * len(GAP_BINS) + bins
         repeat = rng.random(n) < self.p_same[bins]
@@ -367,21 +450,30 @@ class ArrivalAwareSynthesizer(Synthesizer):
         session = np.cumsum(~repeat) - 1
         starts = np.flatnonzero(~repeat)
         request = _draw_rows(self.request_cdf, ctx[starts], rng)[session]
-        return request, session, (gaps, hours, dows, starts)
+        return request, session, (gaps, hours, dows, starts), draws
+
+    def sample(self, n_jobs: int, seed: int | np.random.Generator | None = None) -> pd.DataFrame:
+        """``n_jobs`` jobs (see :meth:`synth.base.Synthesizer.sample`).
+
+        Where the data had no walltimes, the jobs are flagged as the readers flag such jobs: ``walltime_known``
+        false, ``walltime = run`` (perfect estimates).
+        """
+        out = super().sample(n_jobs, seed)
+        if getattr(self, "perfect", False):
+            out["walltime_known"] = False
+        return out
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        request, session, (gaps, hours, dows, starts) = self._requests(n, rng)
+        request, session, (gaps, hours, dows, starts), draws = self._requests(n, rng)
         rank = np.searchsorted(self.user_weights, rng.random(len(starts)) * self.user_weights[-1], side="right")
-        user = (self.user_base + 1 + rank)[session]
+        user = (self.user_base + 1 + rank)[session] if self.users_known else np.full(n, -1, np.int64)
         outcome = _draw_rows(self.outcome_cdf, request, rng)
         run = self._runtimes(request, outcome, starts[session], rng)
         nodes, wall = self.menu_nodes[request], self.menu_wall[request]
         if getattr(self, "perfect", False):  # the data has no estimates (walltime = run): smoothed, and kept equal
             wall = np.maximum(np.round(wall * np.exp(self.jitter * rng.standard_normal(n))), 1).astype(np.int64)
             run = wall
-        if self.load is not None:
-            total = self.machine_nodes or self.max_nodes
-            work = float(np.dot(nodes, np.minimum(run, wall)))
-            gaps = np.round(gaps * (work / (self.load * total)) / max(float(gaps.sum()), 1.0)).astype(np.int64)
+        if self.target_load is not None:  # the arrival clock again, governed by the jobs' work
+            gaps, hours, dows = self._clock(*draws, self.unix_start_time, work=nodes * run.astype(np.float64))
         return pd.DataFrame({"interarrival": gaps, "nodes": nodes, "run": run, "walltime": wall, "user": user,
                              "status": self.statuses[outcome // 2], "hour": hours, "dow": dows})

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     params = {} if args.epochs is None else {"epochs": args.epochs}
     with tqdm(total=1, desc=f"fitting {args.model} on {args.trace} [{args.split}]") as bar:
-        read = {"format": args.format, "machine": args.machine, "columns": args.columns}
+        read = cli.read_options(args)
         model, part = fit_model(args.trace, args.model, args.split, args.seed, read, **params)
         bar.update()
     model.save(args.out)

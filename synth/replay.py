@@ -10,6 +10,11 @@ Two views of the same question, "does a scheduler see the same workload?":
   per-window means are reported as a distribution, with bootstrap confidence intervals
   (:func:`hpcgym.metrics.bootstrap_ci`).
 
+The whole-trace replay also gives the **windowed load spread** (:func:`load_spread`): how much the offered load of
+consecutive :data:`LOAD_WINDOW`-job windows (the training episodes' length) varies inside the table. A generator
+held to the data's load on average must keep that burstiness: episodes of very different load are what a
+scheduler has to learn from.
+
 Jobs that cannot run on the machine are left out and counted (:mod:`synth.validity` scores them). Empty tables
 give empty records and NaN summaries, never an exception.
 """
@@ -33,6 +38,10 @@ POLICY, BACKFILL = "fcfs", "easy"
 RECORD_COLUMNS = ("job_id", "submit", "start", "end", "wait", "run", "walltime", "nodes", "bsld")
 #: per-window quantities summarized with bootstrap CIs
 WINDOW_STATS = ("offered_load", "utilization", "wait_mean", "bsld_mean")
+#: jobs per window of the windowed load spread: the training episodes' length (``docs/protocol.md``)
+LOAD_WINDOW = 256
+#: a gap between submits longer than this is an outage or a holiday; the load between outages counts it this long
+OUTAGE = 12 * 3600
 
 
 def runnable(jobs: pd.DataFrame, machine: Machine) -> tuple[pd.DataFrame, int]:
@@ -51,6 +60,63 @@ def runnable(jobs: pd.DataFrame, machine: Machine) -> tuple[pd.DataFrame, int]:
     out = jobs.loc[ok].reset_index(drop=True)
     out.attrs = dict(jobs.attrs)
     return out, int((~ok).sum())
+
+
+def window_loads(jobs: pd.DataFrame, machine_nodes: int, window: int = LOAD_WINDOW) -> np.ndarray:
+    """Offered load (:func:`hpcgym.jobs.offered_load`) of each run of ``window`` consecutive jobs, not overlapping.
+
+    Args:
+        jobs: canonical job table, sorted by submit time.
+        machine_nodes: nodes of the machine the load refers to.
+        window: jobs per window; a shorter remainder at the end is left out.
+
+    Returns:
+        One load per window (``inf`` for a window whose jobs all arrive at once); empty when the table is shorter
+        than a window.
+    """
+    count = len(jobs) // window
+    if count == 0 or window < 2:
+        return np.zeros(0)
+    submit = jobs["submit"].to_numpy(np.float64)[: count * window].reshape(count, window)
+    work = (jobs["nodes"].to_numpy(np.float64) * jobs["run"].to_numpy(np.float64))[: count * window]
+    span = submit[:, -1] - submit[:, 0]
+    with np.errstate(divide="ignore"):
+        return work.reshape(count, window).sum(axis=1) / (machine_nodes * span)
+
+
+def busy_load(jobs: pd.DataFrame, machine_nodes: int, outage: int = OUTAGE) -> float:
+    """The offered load between outages: as :func:`hpcgym.jobs.offered_load`, each gap counting at most ``outage``.
+
+    Args:
+        jobs: canonical job table, sorted by submit time.
+        machine_nodes: nodes of the machine the load refers to.
+        outage: the longest a gap counts, in seconds.
+
+    Returns:
+        The load (NaN with fewer than two jobs, ``inf`` when they all arrive at once).
+    """
+    if len(jobs) < 2:
+        return float("nan")
+    span = float(np.minimum(np.diff(jobs["submit"].to_numpy(np.int64)), outage).sum())
+    work = float(np.dot(jobs["nodes"].to_numpy(np.float64), jobs["run"].to_numpy(np.float64)))
+    return work / (machine_nodes * span) if span > 0 else float("inf")
+
+
+def load_spread(loads: np.ndarray) -> float:
+    """The spread of windowed loads: their interquartile range over their median.
+
+    Scale-free, and robust to the windows whose jobs all arrive within seconds (their load is huge).
+
+    Args:
+        loads: offered loads of windows (:func:`window_loads`).
+
+    Returns:
+        ``(p75 - p25) / p50``; NaN with fewer than four windows.
+    """
+    if len(loads) < 4:
+        return float("nan")
+    p25, p50, p75 = np.quantile(loads, [0.25, 0.5, 0.75])
+    return float((p75 - p25) / p50) if p50 > 0 else float("inf")
 
 
 def _simulate(jobs: pd.DataFrame, machine: Machine) -> pd.DataFrame:
@@ -82,7 +148,8 @@ def replay(jobs: pd.DataFrame, machine: Machine | str, n_windows: int | None = N
 
     Returns:
         ``records`` (per-job records, windows concatenated), ``offered_load`` and ``utilization`` (of the whole
-        trace, or means over windows), ``per_window`` (a DataFrame of :data:`WINDOW_STATS`, one row per window),
+        trace, or means over windows), ``load_spread`` (:func:`load_spread` of the runnable table's
+        :data:`LOAD_WINDOW`-job windows), ``per_window`` (a DataFrame of :data:`WINDOW_STATS`, one row per window),
         ``dropped`` (jobs left out as unrunnable) and ``windows``.
     """
     machine = machines.get(machine)
@@ -101,6 +168,8 @@ def replay(jobs: pd.DataFrame, machine: Machine | str, n_windows: int | None = N
     return {"records": pd.concat(recs, ignore_index=True), "per_window": per_window,
             "offered_load": float(per_window["offered_load"].mean()),
             "utilization": float(per_window["utilization"].mean()), "dropped": dropped,
+            "load_spread": load_spread(window_loads(table, machine.nodes)),
+            "busy_load": busy_load(table, machine.nodes),
             "windows": len(parts) if len(table) else 0}
 
 
@@ -153,7 +222,8 @@ def scheduling(real: pd.DataFrame, synthetic: pd.DataFrame, machine: Machine | s
         s = metrics.summarize(rec, machine.nodes) if len(rec) else {}
         summary[side] = {k: s.get(k, float("nan")) for k in ("wait_mean", "wait_median", "wait_p95", "bsld_mean",
                                                               "bsld_median", "bsld_p95")}
-        summary[side].update(offered_load=rep["offered_load"], utilization=rep["utilization"], jobs=len(rec),
+        summary[side].update(offered_load=rep["offered_load"], busy_load=rep["busy_load"],
+                             load_spread=rep["load_spread"], utilization=rep["utilization"], jobs=len(rec),
                              dropped=rep["dropped"])
     return {**whole, "ks_wait": _ks(whole["real"], whole["synthetic"], "wait"),
             "ks_bsld": _ks(whole["real"], whole["synthetic"], "bsld"),

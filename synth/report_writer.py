@@ -218,11 +218,13 @@ def plot_scheduling(results: dict[str, Any], path: Path) -> Path:
 # ---- markdown ------------------------------------------------------------------------------------------------
 def _verdict(row: Any) -> str:
     a, b = float(row.synthetic), float(row.bootstrap)
+    if row.better.startswith("="):  # a value judged by its closeness to the floor's (the train split's load)
+        a, b = abs(a - float(row.floor)), abs(b - float(row.floor))
     if math.isnan(a) or math.isnan(b):
         return MISSING
     if a == b:
         return "tie"
-    return "yes" if (a < b) == (row.better == "lower") else "no"
+    return "yes" if (a < b) == (row.better != "higher") else "no"
 
 
 def _header(results: dict[str, Any]) -> list[str]:
@@ -241,22 +243,29 @@ def _header(results: dict[str, Any]) -> list[str]:
         "privacy.",
         f"- **Synthetic**: {m['synthetic']}; {m['jobs_synthetic']:,} rows handed over, {m['jobs_synthetic_valid']:,} "
         f"valid after the validity check. Post-processing while sampling: {post}.",
+        *([f"- **{m['samples']} samples**: the summary and the targets hold the mean over the samples (and their "
+           "range); the sections after them show the first sample."] if m.get("samples", 1) > 1 else []),
         f"- Seed {m['seed']}; computed in {results['timing']['total']:.1f} s.", "",
     ]
 
 
 def _summary(results: dict[str, Any]) -> list[str]:
+    several = results["meta"].get("samples", 1) > 1
     rows = []
     for r in results["table"].itertuples(index=False):
-        rows.append([r.metric, r.better, r.target, r.floor, r.bootstrap, r.synthetic, _verdict(r), r.test,
+        span = ([f"{fmt(results['ranges'].at[r.metric, 'min'])} to {fmt(results['ranges'].at[r.metric, 'max'])}"]
+                if several else [])
+        rows.append([r.metric, r.better, r.target, r.floor, r.bootstrap, r.synthetic, *span, _verdict(r), r.test,
                      r.note or ""])
+    synthetic = [f"synthetic (mean of {results['meta']['samples']})", "range"] if several else ["synthetic"]
     return ["## Summary", "",
-            "One row per metric; `better` says which direction is better and `target` what ideal is. Pairwise "
+            "One row per metric; `better` says which direction is better (`= train`: the closer to the train "
+            "split's own value, the floor column, the better) and `target` what ideal is. Pairwise "
             "rows compare each column with the test split; rows named `... gap` hold the absolute difference "
             "`abs(candidate - test)` of a per-trace statistic (the test split's own value in the last column). "
             "Privacy rows are measured against the train split, and their floor is the test split's own value. An "
             "empty or all-invalid sample gets the worst value of every row.", "",
-            *_table(["metric", "better", "target", "floor (train vs test)", "bootstrap of train", "synthetic",
+            *_table(["metric", "better", "target", "floor (train vs test)", "bootstrap of train", *synthetic,
                      "synthetic beats bootstrap", "test value", "note"], rows)]
 
 
@@ -363,8 +372,8 @@ def _ci(ci: Any, key: str) -> str:
 
 def _scheduling_section(results: dict[str, Any]) -> list[str]:
     test = _section(results, "floor", "scheduling")
-    keys = ["offered_load", "utilization", "wait_mean", "wait_median", "wait_p95", "bsld_mean", "bsld_median",
-            "bsld_p95", "jobs", "dropped"]
+    keys = ["offered_load", "busy_load", "load_spread", "utilization", "wait_mean", "wait_median", "wait_p95",
+            "bsld_mean", "bsld_median", "bsld_p95", "jobs", "dropped"]
     rows = [[k, test["summary"].at[k, "real"], *_cells(results, "scheduling", lambda s, k=k: s["summary"].at[k,
             "synthetic"])] for k in keys]
     rows += [["KS wait vs test", 0.0, *_cells(results, "scheduling", lambda s: s["ks_wait"])],
@@ -377,8 +386,12 @@ def _scheduling_section(results: dict[str, Any]) -> list[str]:
     return ["## 8. Scheduling outcome", "",
             f"FCFS + EASY backfilling on `{m['machine']}`, jobs killed at their walltime. **Whole trace**: every "
             "table is replayed from its first to its last job (the synthetic and bootstrap traces have as many jobs "
-            "as the test split), so a generator that overloads the machine shows it. Waits in seconds; closer to "
-            "the test column is better.", "",
+            "as the test split), so a generator that overloads the machine shows it. `busy_load` is the offered "
+            f"load between outages (gaps counted at most {m.get('outage', 43200) / 3600:.0f} h). `load_spread` is "
+            "how much the "
+            f"offered load of consecutive {m['load_window']:,}-job windows varies (interquartile range over median). "
+            "Waits in seconds; closer to the test column is better (for the loads, a generator aims at the train "
+            "column: the load of the data it learned).", "",
             *_table(["quantity", "test", "train", "bootstrap", "synthetic"], rows),
             f"**Windows**: up to {m['n_windows']} windows of {m['window']:,} consecutive jobs per table "
             "(`hpcgym.traces.window_starts`, the same seed for every table; a table no longer than a window is one "

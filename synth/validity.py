@@ -4,7 +4,8 @@ A raw sample is counted *before* it is cleaned, from three sources:
 
 - ``attrs["postprocess"]``: what :meth:`synth.base.Synthesizer.sample` already rejected (``"rejected: ..."``, rows
   replaced by fresh draws) or repaired (``"rounded ..."``, ``"negative interarrival set to 0"``) while sampling;
-- ``attrs["invalid"]``: jobs a trace reader dropped (a synthetic trace handed over as a file);
+- ``attrs["invalid"]`` and ``attrs["repaired"]``: jobs a trace reader dropped, and values its rounding policy
+  rounded (a synthetic trace handed over as a file, e.g. another tool's sample read with ``round=``);
 - the table itself: rows with a missing value, ``run <= 0``, ``walltime <= 0``, ``nodes <= 0`` or more nodes than
   the machine (dropped), non-integer node counts (rounded up) and submits out of order (sorted; the repaired rows
   are the fewest that must move: those outside the longest subsequence of submits already in order).
@@ -33,9 +34,10 @@ def _sampling_counts(attrs: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
     """Rows rejected and repairs made before the table was handed over (sampler and reader records)."""
     post = dict(attrs.get("postprocess") or {})
     reader = {f"dropped by the reader: {k}": int(v) for k, v in dict(attrs.get("invalid") or {}).items()}
+    rounded = {f"repaired by the reader: {k}": int(v) for k, v in dict(attrs.get("repaired") or {}).items()}
     rejected = sum(int(v) for k, v in post.items() if k.startswith("rejected")) + sum(reader.values())
-    repaired = sum(int(v) for k, v in post.items() if not k.startswith("rejected"))
-    reasons = {f"sampler {k}": int(v) for k, v in post.items()} | reader
+    repaired = sum(int(v) for k, v in post.items() if not k.startswith("rejected")) + sum(rounded.values())
+    reasons = {f"sampler {k}": int(v) for k, v in post.items()} | reader | rounded
     return rejected, repaired, reasons
 
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the simulator tests: random workloads and schedule invariants."""
+"""Helpers shared by the simulator tests: random workloads, schedule invariants, a heuristic played in step mode."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from hpcgym import jobs
+from hpcgym.sim import Simulator
+from hpcgym.sim.policy import score
 
 POLICY_NAMES = ["fcfs", "sjf", "wfp3", "unicep", "f1", "ljf", "saf"]
 BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
@@ -39,3 +41,14 @@ def peak_use(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
     delta = np.concatenate([-nodes, nodes])
     order = np.lexsort((delta, times))  # at equal times, releases (negative) first
     return int(np.cumsum(delta[order]).max(initial=0))
+
+
+def heuristic_through_steps(df: pd.DataFrame, nodes: int, policy, backfill: str, kill: bool = True) -> Simulator:
+    """Step mode with ``policy`` choosing its own head at every decision (it must reproduce the batch schedule)."""
+    sim = Simulator(nodes, backfill, order=policy, kill_at_walltime=kill)
+    pending = sim.reset(df)
+    while pending:
+        q = sim.queue
+        s = [score(policy.code, sim.now, sim.submit[j], sim.wall[j], sim.job_nodes[j], 0.0) for j in q]
+        pending = sim.choose(int(q[int(np.argmin(s))]))  # argmin takes the first of equals: arrival order
+    return sim

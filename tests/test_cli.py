@@ -39,6 +39,26 @@ def test_user_errors_are_one_line(argv, needle, tmp_path):
     assert needle in lines[-1].lower(), lines[-1]
 
 
+@pytest.mark.filterwarnings("ignore:.*dropped")
+def test_report_refuses_a_model_of_another_machine(tmp_path):
+    import synth
+    from hpcgym import traces
+    from synth.report import check_machine
+
+    small = traces.load("sdsc-sp2").iloc[:200]  # a 128-node machine
+    model = synth.get("lublin", max_nodes=128).fit(small)
+    model.save(tmp_path / "sp2-model")
+    done = subprocess.run([sys.executable, "-m", "synth.report", "--real", "theta", "--jobs", "500", "--synthetic",
+                           str(tmp_path / "sp2-model"), "--out", str(tmp_path / "report")], capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1].startswith(f"error: --synthetic {tmp_path / 'sp2-model'}: the model was "
+                                                   "fitted for a 128-node machine, and --real's machine theta has "
+                                                   "4,392 nodes")
+    assert not (tmp_path / "report").exists()
+    check_machine(model, "sdsc-sp2", "m")  # the same machine passes
+
+
 def test_headerless_swf_needs_and_takes_a_machine(tmp_path):
     body = [line for line in gzip.decompress((REPO / "hpcgym/data/lublin_256.swf.gz").read_bytes()).decode()
             .splitlines() if line.strip() and not line.startswith(";")][:200]

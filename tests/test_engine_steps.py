@@ -5,24 +5,13 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from simcheck import POLICY_NAMES, workloads
+from simcheck import POLICY_NAMES, heuristic_through_steps, workloads
 
 from baselines import priorities
 from hpcgym import traces
 from hpcgym.sim import Simulator, start_times
-from hpcgym.sim.policy import score
 
 STEP_MODES = [(b, kill) for b in ("none", "easy", "rlscheduler") for kill in (True, False)]
-
-
-def heuristic_through_steps(df, nodes, policy, backfill, kill=True):
-    sim = Simulator(nodes, backfill, order=policy, kill_at_walltime=kill)
-    pending = sim.reset(df)
-    while pending:
-        q = sim.queue
-        s = [score(policy.code, sim.now, sim.submit[j], sim.wall[j], sim.job_nodes[j], 0.0) for j in q]
-        pending = sim.choose(int(q[int(np.argmin(s))]))  # argmin takes the first of equals: arrival order
-    return sim
 
 
 @settings(max_examples=150, deadline=None)

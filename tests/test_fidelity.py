@@ -132,9 +132,12 @@ def test_fidelity_table_rows_and_columns():
     table = fidelity.make_table(refs, {"synthetic": fidelity.score(refs, synthetic)})
     assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
     assert list(table["metric"]) == list(fidelity.METRICS)
-    assert set(table["better"]) == {"lower", "higher"}
+    assert set(table["better"]) == {"lower", "higher", "= train"}
     numeric = table.drop(index=table.index[table["metric"] == "SDMetrics quality score"])
-    assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
+    # a 600-job test split has two 256-job windows: too few for a spread (NaN, and the worst value for a candidate)
+    spread = numeric["metric"] == "windowed load spread gap"
+    assert numeric.loc[spread, "floor"].isna().all() and np.isinf(numeric.loc[spread, "synthetic"]).all()
+    assert numeric.loc[~spread, ["floor", "bootstrap", "synthetic"]].notna().all().all()
     two = fidelity.make_table(refs, {"a": fidelity.score(refs, synthetic), "b": fidelity.score(refs, None)})
     assert list(two.columns) == ["metric", "section", "better", "target", "floor", "bootstrap", "a", "b", "test",
                                  "note"]
@@ -176,3 +179,24 @@ def test_load_synthetic_rejects_unknown_spec(theta_train):
 
     with pytest.raises(ValueError, match="not a trace file"):
         load_synthetic("no-such-model-or-file", theta_train, 10)
+
+
+def test_cli_scores_several_samples_of_a_model(tmp_path, capsys):
+    from hpcgym import cli
+    from synth import report
+
+    argv = ["--real", "lublin-256", "--jobs", "2000", "--synthetic", "lublin", "--samples", "2",
+            "--out", str(tmp_path / "report")]
+    assert cli.run(report.main, argv) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "2 samples of 600 jobs (seeds 0-1)" in text and "synthetic (mean of 2)" in text
+    assert "| offered load (whole trace) | = train |" in text
+    # a trace file is one sample: asking for more is a usage error that names the option
+    swf = tmp_path / "one.swf"
+    traces.write_swf(LublinModel(256).sample(700, seed=1), swf, machine="lublin-256")
+    capsys.readouterr()
+    argv = ["--real", "lublin-256", "--jobs", "2000", "--synthetic", str(swf), "--samples", "3",
+            "--out", str(tmp_path / "r2")]
+    assert cli.run(report.main, argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --samples 3: the trace file") and not (tmp_path / "r2").exists()

@@ -382,6 +382,71 @@ def test_info_cli_on_slurm_and_pbs():
     assert proc.returncode == 0 and "jobs                   6" in proc.stdout and "sized" not in proc.stdout
 
 
+# ---- the options every reader takes: round, on_duplicate, compact ----------------------------------------------------
+
+def _cluster_line(number: int) -> str:
+    return CLUSTER.read_text().splitlines()[number - 1]
+
+
+def test_sacct_fractions_round_as_the_policy_says(tmp_path):
+    line = _cluster_line(2).replace("|01:00:00|02:00:00|2|64|", "|01:00:00.4|02:00:00|1.5|64|")  # job 1001
+    path = edited(tmp_path, {2: line})
+    with pytest.raises(TraceFormatError) as exc:
+        quiet(read_slurm, path)
+    assert (exc.value.line, exc.value.field) == (2, "NNodes") and "--round nodes=ceil" in str(exc.value)
+    df, _ = quiet(read_slurm, path, round="nodes=ceil")
+    assert (df["nodes"].iat[0], df["run"].iat[0]) == (2, 3601)  # runtimes round up by default, uncounted
+    assert df.attrs["repaired"] == {"nodes rounded (ceil)": 1}
+    df, _ = quiet(traces.read, path, format="slurm", round="nodes=floor,run=nearest")
+    assert (df["nodes"].iat[0], df["run"].iat[0]) == (1, 3600)
+    assert df.attrs["repaired"] == {"nodes rounded (floor)": 1, "run rounded (nearest)": 1}
+
+
+def test_sacct_duplicate_ids_name_the_line(tmp_path):
+    path = edited(tmp_path, {6: _cluster_line(6).replace("1003_1|1004|", "1003_1|1001|")})  # 1001 again
+    df, warned = quiet(read_slurm, path, machine="16x32")
+    assert df["job_id"].tolist().count(1001) == 2 and df.attrs["duplicate_ids"] == 1
+    assert [w for w in warned if "line 6 repeats job 1001" in w and w.startswith(str(path))]
+    with pytest.raises(TraceFormatError) as exc:
+        quiet(traces.read, path, format="slurm", machine="16x32", on_duplicate="error")
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(path), 6, "JobIDRaw")
+
+
+def test_pbs_duplicate_ids_name_the_daily_file_and_line(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(PBS, logs)
+    day2 = (logs / "20240302").read_text().replace(";E;2006.pbs01;", ";E;2001.pbs01;")  # 2001 ended on day 1
+    (logs / "20240302").write_text(day2)
+    df, warned = quiet(read_pbs, logs, machine="4x32")  # 2004 (never started, day 1) is dropped before the check
+    assert df.attrs["duplicate_ids"] == 1 and df["job_id"].tolist().count(2001) == 2
+    assert [w for w in warned if f"{logs / '20240302'}, line 1 repeats job 2001" in w]
+    with pytest.raises(TraceFormatError) as exc:
+        quiet(read_pbs, logs, machine="4x32", on_duplicate="error")
+    assert exc.value.path == str(logs / "20240302") and exc.value.line == 1 and exc.value.field == "job id"
+
+
+@pytest.mark.parametrize("reader, path", [(read_slurm, CLUSTER), (read_pbs, PBS)])
+def test_accounting_compact_tables_hold_the_same_values(reader, path):
+    full, _ = quiet(reader, path, machine="16x32")
+    small, _ = quiet(reader, path, machine="16x32", compact=True)
+    assert list(small.columns) == list(jobs.COLUMNS)
+    for col in jobs.COLUMNS:
+        assert (full[col].to_numpy() == small[col].to_numpy()).all(), col
+        if col not in ("status", "walltime_known"):
+            assert small[col].dtype == "int32", col
+    assert small.attrs["names"] == full.attrs["names"]
+
+
+def test_round_and_on_duplicate_reach_the_accounting_readers_from_the_clis(tmp_path):
+    line = _cluster_line(2).replace("|01:00:00|02:00:00|2|64|", "|01:00:00|02:00:00|1.5|64|")
+    path = edited(tmp_path, {2: line, 6: _cluster_line(6).replace("1003_1|1004|", "1003_1|1001|")})
+    proc = cli("hpcgym.traces", "info", str(path), "--machine", "16x32", "--round", "nodes=ceil")
+    assert proc.returncode == 0, proc.stderr
+    assert "nodes rounded (ceil)" in proc.stdout and "1 jobs repeat" in proc.stdout
+    one_line_error(cli("baselines.run", "--trace", str(path), "--machine", "16x32", "--round", "nodes=ceil",
+                       "--on-duplicate", "error"), "line 6", "JobIDRaw", "job id 1001 was used before")
+
+
 @pytest.mark.slow
 def test_train_smoke_on_a_slurm_log(tmp_path):
     """The README's command, ``experiments.train --trace my.sacct --format slurm``, with a tiny budget."""

@@ -52,7 +52,7 @@ def test_report_has_bootstrap_privacy_validity_and_directions(result):
     table = result["table"]
     assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
     assert list(table["metric"]) == list(fidelity.METRICS)
-    assert set(table["better"]) == {"lower", "higher"}
+    assert set(table["better"]) == {"lower", "higher", "= train"}  # the offered load is judged against train's
     assert {"privacy", "validity", "scheduling", "c2st"} <= set(table["section"])
     # the floor of validity is the real reader's: SDSC-SP2 drops about 9.5% of its jobs (run <= 0)
     assert 0.05 < _values(result, "floor")["dropped share"] < 0.15
@@ -131,7 +131,9 @@ def test_empty_or_invalid_sample_scores_worst(kind, real, splits, refs):
     assert all(synthetic[m] == fidelity.worst(m) for m in fidelity.METRICS)
     for m, (_, better, _, worst) in fidelity.METRICS.items():
         floor = _values(out, "floor")[m]
-        if not math.isnan(floor):
+        if better == "= train":  # a value judged by its distance to train's: the worst is infinitely far
+            assert math.isinf(worst) and not math.isnan(floor), m
+        elif not math.isnan(floor):
             assert not fidelity.beats(worst, floor, better), m
     report_writer.render_markdown(out)  # draws a missing candidate without raising
 
@@ -160,6 +162,64 @@ def test_report_fits_a_named_model_for_the_real_machine(real):
 
     train = traces.split(head(real, 1000), "train")
     assert train["nodes"].max() < 128  # fitting without the machine size would take this as the machine
-    sample, source = load_synthetic("lublin", train, 300)
+    (sample,), source = load_synthetic("lublin", train, 300)
     assert machines.get(sample.attrs["machine"]).nodes == 128
     assert "model `lublin` fitted on the train split, 300 jobs" in source
+
+
+# ---- offered load and several samples ------------------------------------------------------------------------
+def _load(jobs: pd.DataFrame, nodes: int = 128) -> float:
+    """Offered load by hand: node-seconds asked for over the submit span times the machine's nodes."""
+    span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
+    return float((jobs["nodes"] * jobs["run"]).sum()) / (nodes * span)
+
+
+def test_offered_load_row_and_its_target(result, splits, refs):
+    train, test = splits
+    row = result["table"].set_index("metric").loc["offered load (whole trace)"]
+    assert row["better"] == "= train"
+    assert row["floor"] == pytest.approx(_load(train)) and row["test"] == pytest.approx(_load(test))
+    assert row["synthetic"] == pytest.approx(_load(LublinModel(128).sample(len(test), seed=0)))
+    target = result["targets"].set_index("metric").loc["offered load (whole trace)"]
+    base = _load(train)
+    assert target["bar"] == f"{base * 0.97:.3f} to {base * 1.03:.3f}"
+    assert target["met"] == (abs(row["synthetic"] / base - 1) <= 0.03)
+    values = dict(refs.floor["values"])
+    for factor, met in ((1.029, True), (0.971, True), (1.031, False), (0.969, False)):
+        values["offered load (whole trace)"] = base * factor
+        by = fidelity.targets(values, refs.floor["values"]).set_index("metric")
+        assert by.at["offered load (whole trace)", "met"] == met, factor
+
+
+def test_windowed_load_spread_by_hand():
+    from synth.replay import load_spread, window_loads
+
+    jobs = pd.DataFrame({"submit": np.arange(12) * 10, "nodes": [1] * 12, "run": [10] * 6 + [30] * 6})
+    # windows of 4 jobs, each spanning 30 s on 2 nodes: work 40, 80 (runs 10, 10, 30, 30) and 120
+    assert np.allclose(window_loads(jobs, 2, window=4), [40 / 60, 80 / 60, 120 / 60])
+    assert np.isnan(load_spread(np.array([1.0, 2.0, 3.0])))  # too few windows
+    assert load_spread(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == pytest.approx((4.0 - 2.0) / 3.0)
+
+
+def test_load_between_outages_by_hand():
+    from synth.replay import busy_load
+
+    day = 86400
+    jobs = pd.DataFrame({"submit": [0, 3600, 3600 + 3 * day, 3600 + 3 * day + 1800], "nodes": [2, 1, 1, 4],
+                         "run": [3600, 1800, 900, 450]})
+    # work 7,200 + 1,800 + 900 + 1,800 = 11,700 node-seconds; gaps 3,600 s, 3 days (counted as 12 h), 1,800 s
+    assert busy_load(jobs, 4) == pytest.approx(11_700 / (4 * (3600 + 12 * 3600 + 1800)))
+    assert busy_load(jobs, 4, outage=10 * day) == pytest.approx(11_700 / (4 * float(jobs["submit"].iat[-1])))
+
+
+def test_several_samples_are_pooled(real, refs, splits):
+    _, test = splits
+    samples = [LublinModel(128).sample(len(test), seed=s) for s in (0, 1)]
+    one = [fidelity.evaluate(real, s, seed=0, refs=refs)["table"].set_index("metric")["synthetic"] for s in samples]
+    both = fidelity.evaluate(real, samples, seed=0, refs=refs)
+    mean = both["table"].set_index("metric")["synthetic"]
+    assert np.allclose(mean, (one[0] + one[1]) / 2, equal_nan=True)
+    assert np.allclose(both["ranges"]["min"], np.minimum(one[0], one[1]), equal_nan=True)
+    assert both["meta"]["samples"] == 2
+    text = report_writer.render_markdown(both)
+    assert "synthetic (mean of 2)" in text and "**2 samples**" in text

@@ -86,7 +86,8 @@ def test_a_run_folder_is_held_by_one_process(tmp_path):
 def test_trace_flags_are_checked_but_kept_as_text():
     args = train.parse_args(["--trace", "lublin-256", "--machine", "120x2", "--columns", "run=run_time"])
     assert (args.machine, args.columns, args.format) == ("120x2", "run=run_time", "")
-    assert args.read_kwargs() == {"format": None, "machine": "120x2", "columns": "run=run_time"}
+    assert args.read_kwargs() == {"format": None, "machine": "120x2", "columns": "run=run_time", "round": None,
+                                  "on_duplicate": "warn"}
     json.dumps(vars(args))  # args.json must hold them
     with pytest.raises(cli.UsageError, match="machine"):
         train.parse_args(["--machine", "0x0"])
@@ -107,10 +108,10 @@ def test_a_trace_flag_without_a_field_is_refused(monkeypatch):
 
     def more(parser, as_text=False):
         original(parser, as_text)
-        parser.add_argument("--round", default=None)
+        parser.add_argument("--unmapped", default=None)
 
     monkeypatch.setattr(cli, "add_trace_args", more)
-    with pytest.raises(TypeError, match="round"):
+    with pytest.raises(TypeError, match="unmapped"):
         train.parser()
 
 

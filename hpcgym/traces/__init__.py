@@ -19,7 +19,7 @@ import pandas as pd
 
 from hpcgym import errors, machines
 from hpcgym.errors import TraceFormatError, UnknownNameError
-from hpcgym.jobs import OnInvalid
+from hpcgym.jobs import OnDuplicate, OnInvalid
 from hpcgym.machines import Machine
 from hpcgym.traces import alcf, mustang, pbs, slurm
 from hpcgym.traces._accounting import first_line
@@ -96,12 +96,15 @@ def _load_cached(key: str, on_invalid: OnInvalid) -> pd.DataFrame:
     return _READERS[info.format](path_of(key), machine=info.machine, on_invalid=on_invalid, name=key)
 
 
-def load(name: str, on_invalid: OnInvalid = "drop") -> pd.DataFrame:
-    """Load a bundled trace by name (see :data:`BUNDLED`) as a canonical job table (a fresh copy)."""
-    df = _load_cached(_key(name), on_invalid)
+def _copy(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     out.attrs = {k: (dict(v) if isinstance(v, dict) else v) for k, v in df.attrs.items()}
     return out
+
+
+def load(name: str, on_invalid: OnInvalid = "drop") -> pd.DataFrame:
+    """Load a bundled trace by name (see :data:`BUNDLED`) as a canonical job table (a fresh copy)."""
+    return _copy(_load_cached(_key(name), on_invalid))
 
 
 def detect_format(path: str | Path, columns: object = None) -> str:
@@ -145,6 +148,9 @@ def read(
     machine: str | Machine | None = None,
     on_invalid: OnInvalid = "drop",
     columns: str | Mapping[str, str] | None = None,
+    round: str | Mapping[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: OnDuplicate = "warn",
+    compact: bool = False,
 ) -> pd.DataFrame:
     """Read a trace file, or a bundled trace when ``path`` is one of its names.
 
@@ -157,6 +163,13 @@ def read(
         on_invalid: ``"drop"`` or ``"error"``, as in :func:`hpcgym.jobs.apply_invalid_policy`.
         columns: for ``format="csv"``, canonical name -> column (a dict or ``"k=v,k=v"``); see
             :mod:`hpcgym.traces.csvtable`.
+        round: how to round values that should be whole and are not: ``"ceil"`` (every field) or per field, e.g.
+            ``"nodes=ceil,run=nearest"`` (modes ``ceil``, ``floor``, ``nearest``; see :mod:`hpcgym.traces._io`).
+            What it changes is counted in ``attrs["repaired"]``.
+        on_duplicate: ``"warn"`` (default: jobs whose id an earlier job has are kept, with one warning) or
+            ``"error"``.
+        compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`): for
+            whole-trace runs of large traces.
 
     Raises:
         FileNotFoundError: no such file. UnknownNameError: a name that is neither a bundled trace nor a file
@@ -167,13 +180,14 @@ def read(
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
     if columns is not None and format not in (None, "csv"):
         raise ValueError(f"columns= applies to format='csv', not {format!r}")
+    options = {"on_invalid": on_invalid, "round": round, "on_duplicate": on_duplicate, "compact": compact}
     if isinstance(path, str) and _ALIASES.get(path.lower(), path.lower()) in BUNDLED and not Path(path).exists():
         if columns is not None:
             raise ValueError(f"columns= applies to CSV files, not to the bundled trace {path!r}")
-        if mach is None:
-            return load(path, on_invalid)
         key = _key(path)
-        return _READERS[BUNDLED[key].format](path_of(key), machine=mach, on_invalid=on_invalid, name=key)
+        if mach is None and not (round or compact or on_duplicate != "warn"):
+            return load(path, on_invalid)
+        return _READERS[BUNDLED[key].format](path_of(key), machine=mach or BUNDLED[key].machine, name=key, **options)
     if not Path(path).exists():
         text = str(path)
         if not any(sep in text for sep in "/\\.") and not Path(path).suffix:
@@ -185,10 +199,10 @@ def read(
     if columns is not None and fmt != "csv":
         raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
     if fmt == "csv":
-        return read_csv_table(path, columns, machine=mach, on_invalid=on_invalid)
+        return read_csv_table(path, columns, machine=mach, **options)
     if fmt in ("swf", "slurm", "pbs"):  # their machine comes from the file when none is given
-        return _READERS[fmt](path, machine=mach, on_invalid=on_invalid)
-    return _READERS[fmt](path, machine=mach or _default_machine(path, fmt), on_invalid=on_invalid)
+        return _READERS[fmt](path, machine=mach, **options)
+    return _READERS[fmt](path, machine=mach or _default_machine(path, fmt), **options)
 
 
 def _default_machine(path: str | Path, fmt: str) -> str:

@@ -48,7 +48,14 @@ def summary(df: pd.DataFrame) -> dict[str, object]:
         "runtime median (s)": int(np.median(df["run"])),
         "walltime known": f"{df['walltime_known'].mean():.1%}",
         "invalid jobs dropped": df.attrs.get("invalid") or "none",
-    } | _machine_note(df, mach)
+        "values rounded": df.attrs.get("repaired") or "none",
+    } | _duplicates(df) | _machine_note(df, mach)
+
+
+def _duplicates(df: pd.DataFrame) -> dict[str, object]:
+    """A "duplicate job ids" line when some jobs share an id (the reader kept them)."""
+    count = df.attrs.get("duplicate_ids") or 0
+    return {"duplicate job ids": f"{count} jobs repeat an earlier job's id (kept)"} if count else {}
 
 
 def _machine_note(df: pd.DataFrame, mach: machines.Machine) -> dict[str, object]:
@@ -89,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the drops are reported in the summary below
-        df = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
+        df = traces.read(args.trace, compact=True, **cli.read_options(args))
     for key, value in summary(df).items():
         print(f"{key:22} {value}")
     return 0
@@ -99,8 +106,7 @@ def _convert(args: argparse.Namespace) -> int:
     """``convert``: write the SWF file, then one line for what was written and one per warning of the reader."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        df = convert(args.trace, args.out, format=args.format, machine=args.machine, columns=args.columns,
-                     anonymize_ids=not args.keep_ids)
+        df = convert(args.trace, args.out, anonymize_ids=not args.keep_ids, **cli.read_options(args))
     for w in caught:
         sys.stderr.write(f"warning: {' '.join(str(w.message).split())}\n")
     mach = df.attrs["machine"]

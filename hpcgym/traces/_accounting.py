@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from hpcgym.errors import InvalidJobError, TraceFormatError, warn
+from hpcgym.errors import TraceFormatError, warn
 from hpcgym.machines import Machine, parse
-from hpcgym.traces._io import MAX_DURATION, MAX_EXACT, Flag, finish, integral, read_bytes
-
-#: Maps a row of a reader's table to the (file, 1-based line) it came from, for messages.
-Locate = Callable[[int], tuple[str, int]]
+from hpcgym.traces._io import MAX_DURATION, MAX_EXACT, Flag, Locate, Rounding, finish, integral, read_bytes
 
 _DURATION = r"^(?:(\d+)-)?(?:(?:(\d+):)?(\d+):)?(\d+(?:\.\d*)?)$"
 
@@ -81,23 +77,34 @@ def durations(text: pd.Series) -> np.ndarray:
     return np.where(codes >= 0, seconds[codes] if len(seconds) else np.nan, np.nan)
 
 
-def whole_seconds(secs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds (float, NaN unknown) -> (int64 rounded up, -1 where unknown or above ``MAX_DURATION``; that mask)."""
+def whole_seconds(secs: np.ndarray, rounding: Rounding | None = None,
+                  key: str = "run") -> tuple[np.ndarray, np.ndarray]:
+    """Seconds (float, NaN unknown) -> (int64, -1 where unknown or above ``MAX_DURATION``; that mask).
+
+    Fractions round as ``rounding`` says for ``key`` (``run`` or ``walltime``: up unless the policy names them).
+    """
+    if rounding is not None:
+        secs = rounding.whole(secs, key, key, int, str)  # runs and walltimes have a default mode: this never raises
     over = np.nan_to_num(secs) > MAX_DURATION
     return np.where(np.isfinite(secs) & ~over, np.ceil(np.nan_to_num(secs)), -1).astype(np.int64), over
 
 
-def whole_numbers(locate: Locate, text: pd.Series, field: str, check: np.ndarray | None = None) -> np.ndarray:
+def whole_numbers(locate: Locate, text: pd.Series, field: str, check: np.ndarray | None = None,
+                  rounding: Rounding | None = None, key: str | None = None) -> np.ndarray:
     """A column of whole numbers as int64; empty cells are -1 (unknown).
 
     Raises :class:`TraceFormatError` at the first other value that is not a whole number (of magnitude at most
-    2**53), among the rows where ``check`` holds (default: all); the other rows' bad values become -1.
+    2**53), among the rows where ``check`` holds (default: all); the other rows' bad values become -1. Where the
+    ``rounding`` policy names ``key`` (a count: ``nodes``, ``procs``), fractions are rounded (and counted) instead.
     """
     values = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)  # it skips surrounding blanks
+    if rounding is not None and key in rounding.policy:
+        values = rounding.whole(values, key, field, int, str)  # the policy names the key: this never raises
     ok = integral(values) & (np.abs(values) <= MAX_EXACT)
     bad = ~ok
     bad[bad] = (text[bad].str.strip() != "").to_numpy()
-    raise_at(locate, bad if check is None else bad & check, field, text, "a whole number")
+    hint = f" (pass round= to round such values: --round {key}=ceil, floor or nearest)" if key else ""
+    raise_at(locate, bad if check is None else bad & check, field, text, "a whole number" + hint)
     return np.where(ok, values, -1).astype(np.int64)
 
 
@@ -134,7 +141,8 @@ def infer_machine(path: str | Path, nodes: np.ndarray, procs: np.ndarray, ran: n
 
 def finish_log(path: str | Path, values: dict[str, object], people: dict[str, pd.Series], *, machine, field: str,
                ran: np.ndarray, flags: list[Flag], unix_start: int, locate: Locate, on_invalid: str,
-               name: str | None) -> pd.DataFrame:
+               name: str | None, id_field: str, rounding: Rounding | None = None, on_duplicate: str = "warn",
+               compact: bool = False) -> pd.DataFrame:
     """The job table of an accounting log, from its parsed columns.
 
     Args:
@@ -146,9 +154,13 @@ def finish_log(path: str | Path, values: dict[str, object], people: dict[str, pd
         ran: per row, whether the job ran (the machine is sized from those).
         flags: the log's own invalid-job reasons (:class:`~hpcgym.traces._io.Flag`), checked first.
         unix_start: the first submit time, for ``attrs["unix_start_time"]``.
-        locate: row -> (file, line), for the invalid-job error.
+        locate: row -> (file, line), for the invalid-job error and the duplicate-id warning or error.
         on_invalid: ``"drop"`` or ``"error"``.
         name: the trace name for ``attrs["name"]``.
+        id_field: the log's job-id field, for the duplicate-id error.
+        rounding: the reader's rounding policy, whose changes ``attrs["repaired"]`` counts.
+        on_duplicate: ``"warn"`` or ``"error"`` (:func:`hpcgym.traces._io.duplicate_policy`).
+        compact: the canonical columns only, integers as int32 where they fit.
     """
     codes, names = {}, {}
     for key, text in people.items():
@@ -157,11 +169,9 @@ def finish_log(path: str | Path, values: dict[str, object], people: dict[str, pd
     df = pd.DataFrame({**values, "walltime": np.where(wall > 0, wall, run), **codes, "walltime_known": wall > 0})
     nodes, procs = np.asarray(values["nodes"]), np.asarray(values["procs"])
     mach = parse(machine) if machine is not None else infer_machine(path, nodes, procs, ran, field)
-    try:
-        out = finish(df, mach, on_invalid, path, name, unix_start, np.arange(len(df)), flags=flags)
-    except InvalidJobError as exc:  # its line is a row number: name the row's file and line
-        file, line = locate(exc.line)
-        raise InvalidJobError(file, line, exc.field, exc.reason) from None
+    out = finish(df, mach, on_invalid, path, name, unix_start, lambda row: locate(row)[1], flags=flags,
+                 on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired if rounding else None,
+                 id_field=id_field, locate=locate)
     out.attrs["names"] = names
     if machine is None:
         out.attrs["machine_note"] = sized_note(field)

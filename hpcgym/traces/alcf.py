@@ -9,7 +9,8 @@ Out-of-range values are never reinterpreted (see :mod:`hpcgym.traces._io`): a ``
 (``"submit unknown"``); above 2**32, or before 1973 among Unix times, ``"submit out of range"``; a ``run_time`` or
 ``wall_time`` above 2**31 - 1 s, ``"run out of range"`` or ``"walltime out of range"``. Such jobs are dropped and
 counted by reason, or raise with ``on_invalid="error"``, naming the line and column. Ids and counts beyond 2**53
-raise :class:`~hpcgym.errors.TraceFormatError`.
+raise :class:`~hpcgym.errors.TraceFormatError`, and so do fractional node or processor counts unless ``round=``
+says how to round them.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import jobs
-from hpcgym.errors import TraceFormatError
 from hpcgym.machines import Machine, get
-from hpcgym.traces._io import csv_columns, duration_column, finish, numeric_column, submit_column
+from hpcgym.traces._io import CsvSource, Rounding, finish, seconds, submit_column
 
 REQUIRED = ("job", "user", "project", "cpu_num", "node_num", "submit_time", "wait_time", "run_time", "wall_time",
             "new_status")
 STATUS = {"Pass": "completed", "Failed": "failed", "Killed": "killed"}
+_NUMERIC = ("submit_time", "run_time", "wall_time", "job", "node_num", "cpu_num", "user", "project", "wait_time")
 
 
 def read_alcf(
@@ -34,6 +35,9 @@ def read_alcf(
     machine: str | Machine = "theta",
     on_invalid: jobs.OnInvalid = "drop",
     name: str | None = None,
+    round: str | dict[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: jobs.OnDuplicate = "warn",
+    compact: bool = False,
 ) -> pd.DataFrame:
     """Read an ALCF job CSV into the canonical job table.
 
@@ -42,6 +46,10 @@ def read_alcf(
         machine: the machine the log comes from (``"theta"``, ``"mira"``, ``"thetagpu"``).
         on_invalid: ``"drop"`` or ``"error"``, as in :func:`hpcgym.jobs.apply_invalid_policy`.
         name: the trace name for ``attrs["name"]``.
+        round: the rounding policy for fractional values (``"ceil"``, ``"nodes=ceil,run=nearest"``; see
+            :mod:`hpcgym.traces._io`), counted in ``attrs["repaired"]``.
+        on_duplicate: ``"warn"`` (default) or ``"error"`` for jobs whose id an earlier job has.
+        compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`).
 
     Raises:
         TraceFormatError: an empty file, a missing column, a malformed row or an unknown status, naming the line
@@ -49,29 +57,27 @@ def read_alcf(
         InvalidJobError: with ``on_invalid="error"``, the first invalid job (see the module docstring).
     """
     mach = get(machine)
-    raw = csv_columns(path, REQUIRED)
-    submit, start, submit_flag = submit_column(numeric_column(path, raw, "submit_time", whole=True, limit=None),
-                                               raw["submit_time"].to_numpy(), "submit_time")
-    run, run_flag = duration_column(path, raw, "run_time", "run out of range")
-    wall, wall_flag = duration_column(path, raw, "wall_time", "walltime out of range")
-    status = raw["new_status"].map(STATUS)
-    if status.isna().any():
-        row = int(np.flatnonzero(status.isna().to_numpy())[0])
-        raise TraceFormatError(path, row + 2, "new_status",
-                               f"unknown status {raw['new_status'].iat[row]!r}; expected {sorted(STATUS)}")
-    df = pd.DataFrame({
-        "job_id": numeric_column(path, raw, "job", whole=True).astype(np.int64),
+    src = CsvSource(path, REQUIRED, numeric=_NUMERIC, text=("new_status",))
+    rounding = Rounding(round, path)
+    submit, start, submit_flag = submit_column(src.whole("submit_time", "submit", rounding),
+                                               src.value_text("submit_time"), "submit_time")
+    run, run_flag = seconds(src.whole("run_time", "run", rounding), "run", "run_time", src.value_text("run_time"))
+    wall, wall_flag = seconds(src.whole("wall_time", "walltime", rounding), "walltime", "wall_time",
+                              src.value_text("wall_time"))
+    status = src.status("new_status", STATUS.get, str(sorted(STATUS)))
+    cols = {
+        "job_id": src.ints("job"),
         "submit": submit,
         "run": run,
         "walltime": np.where(wall > 0, wall, run),
-        "nodes": numeric_column(path, raw, "node_num", whole=True).astype(np.int64),
-        "procs": numeric_column(path, raw, "cpu_num", whole=True).astype(np.int64),
-        "user": numeric_column(path, raw, "user", whole=True).astype(np.int64),
-        "group": numeric_column(path, raw, "project", whole=True).astype(np.int64),
-        "queue": np.full(len(raw), -1, np.int64),
-        "status": jobs.status_categorical(status.to_numpy()),
+        "nodes": src.ints("node_num", "nodes", rounding),
+        "procs": src.ints("cpu_num", "procs", rounding),
+        "user": src.ints("user"),
+        "group": src.ints("project"),
+        "queue": np.full(src.rows, -1, np.int64),
+        "status": status,
         "walltime_known": wall > 0,
-        "wait": numeric_column(path, raw, "wait_time", whole=True).astype(np.int64),
-    })
-    return finish(df, mach, on_invalid, path, name, start, np.arange(len(df), dtype=np.int64) + 2,
-                  flags=[submit_flag, run_flag, wall_flag])
+        "wait": src.ints("wait_time", "wait", rounding),
+    }
+    return finish(cols, mach, on_invalid, path, name, start, src.line, flags=[submit_flag, run_flag, wall_flag],
+                  on_duplicate=on_duplicate, compact=compact, repaired=rounding.repaired, id_field="job")

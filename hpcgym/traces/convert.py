@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from hpcgym.jobs import OnInvalid
+from hpcgym.jobs import OnDuplicate, OnInvalid
 from hpcgym.machines import Machine
 
 
@@ -81,6 +81,8 @@ def convert(
     columns: str | Mapping[str, str] | None = None,
     anonymize_ids: bool = True,
     on_invalid: OnInvalid = "drop",
+    round: str | Mapping[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: OnDuplicate = "warn",
 ) -> pd.DataFrame:
     """Read ``source`` (as :func:`hpcgym.traces.read`) and write it to ``out`` as SWF; return the table written.
 
@@ -92,6 +94,8 @@ def convert(
         columns: for a generic CSV, its column mapping.
         anonymize_ids: renumber user and group ids (:func:`anonymize`).
         on_invalid: ``"drop"`` or ``"error"``, for the invalid jobs of the source.
+        round: how the reader rounds fractions in fields that should be whole (see :func:`hpcgym.traces.read`).
+        on_duplicate: ``"warn"`` or ``"error"``, for jobs whose id an earlier job has.
 
     Raises:
         ValueError: ``out`` is not named ``.swf``/``.swf.gz``, or is the source itself. The readers' errors.
@@ -102,7 +106,8 @@ def convert(
         raise ValueError(f"{out}: the output is SWF: name it .swf (or .swf.gz to gzip it)")
     if Path(source).exists() and Path(out).exists() and Path(out).resolve() == Path(source).resolve():
         raise ValueError(f"{out}: the output would overwrite the trace being converted; name another file")
-    df = traces.read(source, format=format, machine=machine, on_invalid=on_invalid, columns=columns)
+    df = traces.read(source, format=format, machine=machine, on_invalid=on_invalid, columns=columns, round=round,
+                     on_duplicate=on_duplicate)
     table = anonymize(df) if anonymize_ids else df
     fmt = format or (traces.detect_format(source, columns) if Path(source).exists() else "bundled")
     traces.write_swf(table, out, header=swf_header(table, source, fmt, anonymize_ids))

@@ -15,7 +15,9 @@ machine's traces count nodes). Optional, with defaults: ``walltime`` (missing, e
 canonical names, ALCF ``Pass``/``Failed``/``Killed`` and Slurm states are understood) and ``wait`` (-1).
 
 Without a mapping, the columns that carry canonical names map to themselves (a job table written with
-``DataFrame.to_csv`` reads back). Fractional seconds round up for ``run`` and ``walltime`` and down for submit times.
+``DataFrame.to_csv`` reads back). Fractional seconds round up for ``run`` and ``walltime`` and down for submit times;
+fractional node and processor counts (as in samples of generators that do not round, such as CTGAN's) raise unless
+``round=`` says how to round them (:mod:`hpcgym.traces._io`), e.g. ``round="nodes=ceil"``.
 Submit times that are Unix times are rebased to the first (kept in ``attrs["unix_start_time"]``); relative ones
 are kept as they are, as is the cumulative sum of inter-arrival times.
 Values out of range become invalid jobs with their own reason, as in the ALCF reader (:mod:`hpcgym.traces._io`).
@@ -33,7 +35,17 @@ import pandas as pd
 from hpcgym import jobs
 from hpcgym.errors import TraceFormatError
 from hpcgym.machines import SPEC_HELP, Machine, parse
-from hpcgym.traces._io import MAX_DURATION, csv_columns, duration_column, finish, numeric_column, submit_column
+from hpcgym.traces._io import (
+    MAX_DURATION,
+    MAX_EXACT,
+    CsvSource,
+    Rounding,
+    csv_header,
+    finish,
+    integral,
+    seconds,
+    submit_column,
+)
 
 #: Canonical names a mapping may use, with what each means.
 KEYS: dict[str, str] = {
@@ -51,10 +63,11 @@ KEYS: dict[str, str] = {
     "wait": "wait time in seconds",
 }
 EXAMPLE = "submit=SUBMIT_COL,run=RUN_COL,nodes=NODES_COL (or interarrival=, procs=)"
-_STATUS_NAMES = {s: s for s in jobs.STATUSES} | {
+_STATUS_NAMES: dict[str, str] = {s: s for s in jobs.STATUSES} | {
     "pass": "completed", "killed": "killed", "timeout": "timeout", "node_fail": "failed", "out_of_memory": "failed",
     "preempted": "partial", "canceled": "cancelled",
 }
+_STATUS_EXPECTED = f"an SWF code {sorted(jobs.SWF_STATUS)} or one of {sorted(_STATUS_NAMES)}"
 
 
 def parse_columns(spec: str | Mapping[str, str] | None) -> dict[str, str]:
@@ -94,50 +107,63 @@ def identity_mapping(header: list[str]) -> dict[str, str]:
     return {c: c for c in header if c in KEYS}
 
 
-def _ids(path: str | Path, raw: pd.DataFrame, col: str | None, default: np.ndarray | int) -> np.ndarray:
-    """Integer ids; names that are not numbers get codes 0, 1, ... in order of first appearance; empty -> -1."""
+def _ids(src: CsvSource, col: str | None, default: np.ndarray | int) -> np.ndarray:
+    """Integer ids; names that are not numbers get codes 0, 1, ... in order of first appearance; empty -> -1.
+
+    The work is done on the column's distinct values (a categorical), not per row.
+    """
     if col is None:
-        return np.broadcast_to(np.asarray(default, np.int64), (len(raw),)).copy()
-    text = raw[col].str.strip()
-    values = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
-    empty = (text == "").to_numpy()
-    if ((np.isfinite(values) & (np.floor(values) == values)) | empty).all():
-        numeric_column(path, raw, col, whole=True, optional=True)  # range check
-        return np.where(empty, -1, np.nan_to_num(values, nan=-1)).astype(np.int64)
-    codes, _ = pd.factorize(text.where(~empty))
-    return codes.astype(np.int64)
+        return np.broadcast_to(np.asarray(default, np.int64), (src.rows,)).copy()
+    if src.has_numbers(col):  # read as numbers by the fast path
+        return np.nan_to_num(src.number(col, whole=True, optional=True), nan=-1).astype(np.int64)
+    cat = src.text(col)
+    cat = cat if isinstance(cat.dtype, pd.CategoricalDtype) else cat.astype("category")
+    names = pd.Index(cat.cat.categories.astype(str)).str.strip()
+    codes = cat.cat.codes.to_numpy()
+    values = pd.to_numeric(names, errors="coerce").to_numpy(np.float64)
+    empty = np.asarray(names == "")
+    lookup = np.append(np.where(empty, np.nan, values), np.nan)  # the last entry: empty cells (code -1)
+    if (integral(values) | empty).all():
+        per_row = lookup[codes]
+        if (np.abs(values[~empty]) > MAX_EXACT).any():
+            src.number(col, whole=True, optional=True)  # raises naming the row
+        return np.where(np.isnan(per_row), -1, per_row).astype(np.int64)
+    distinct, _ = pd.factorize(names.where(~empty))  # categories that differ only in blanks are one name
+    sid = np.append(distinct, -1)[codes]
+    found = sid >= 0
+    uniq, first = np.unique(sid[found], return_index=True)
+    rank = np.full(len(names) + 1, -1, np.int64)
+    rank[uniq] = np.argsort(np.argsort(first))  # codes in order of first appearance
+    return np.where(found, rank[np.maximum(sid, 0)], -1)
 
 
-def _status(path: str | Path, raw: pd.DataFrame, col: str | None) -> pd.Categorical:
-    if col is None:
-        return jobs.status_categorical(np.full(len(raw), "unknown", dtype=object))
-    text = raw[col].str.strip()
-    words = text.str.split().str[0].fillna("").str.lower()
-    mapped = words.map(_STATUS_NAMES)
-    codes = pd.to_numeric(text, errors="coerce")
-    by_code = codes.map(lambda c: jobs.SWF_STATUS.get(int(c)) if c == c and float(c).is_integer() else None)
-    mapped = mapped.fillna(by_code).where(text != "", "unknown")
-    if mapped.isna().any():
-        row = int(np.flatnonzero(mapped.isna().to_numpy())[0])
-        raise TraceFormatError(path, row + 2, col, f"unknown status {text.iat[row]!r}; expected an SWF code "
-                               f"{sorted(jobs.SWF_STATUS)} or one of {sorted(_STATUS_NAMES)}")
-    return jobs.status_categorical(mapped.to_numpy())
+def _status_name(text: str) -> str | None:
+    """A status name from SWF codes, the canonical names, ALCF and Slurm words; empty -> ``unknown``."""
+    text = text.strip()
+    if not text:
+        return "unknown"
+    name = _STATUS_NAMES.get(text.split()[0].lower())
+    if name is None:
+        code = pd.to_numeric(text, errors="coerce")
+        if code == code and float(code).is_integer():
+            name = jobs.SWF_STATUS.get(int(code))
+    return name
 
 
-def _submit(path: str | Path, raw: pd.DataFrame, cols: Mapping[str, str]):
+def _submit(src: CsvSource, cols: Mapping[str, str], rounding: Rounding):
     if "submit" in cols:
         col = cols["submit"]
-        values = np.floor(numeric_column(path, raw, col, whole=False, limit=None))
-        return submit_column(values, raw[col].to_numpy(), col, rebase=False)
+        values = src.whole(col, "submit", rounding)
+        return submit_column(values, src.value_text(col), col, rebase=False)
     col = cols["interarrival"]
-    gaps = numeric_column(path, raw, col, whole=False, limit=None)
+    gaps = src.number(col, whole=False, limit=None)
     bad = (gaps < 0) | (gaps > MAX_DURATION)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise TraceFormatError(path, row + 2, col, f"inter-arrival time {raw[col].iat[row]!r} is out of range "
-                               f"(0 to {MAX_DURATION} s); every later job's submit time depends on it")
-    submit = np.floor(np.cumsum(gaps))
-    return submit_column(submit, raw[col].to_numpy(), col, rebase=False)
+        raise TraceFormatError(src.path, src.line(row), col, f"inter-arrival time {src.value_text(col)(row)!r} is "
+                               f"out of range (0 to {MAX_DURATION} s); every later job's submit time depends on it")
+    submit = rounding.whole(np.cumsum(gaps), "submit", col, src.line, src.value_text(col))
+    return submit_column(submit, src.value_text(col), col, rebase=False)
 
 
 def read_csv_table(
@@ -146,6 +172,9 @@ def read_csv_table(
     machine: str | Machine | None = None,
     on_invalid: jobs.OnInvalid = "drop",
     name: str | None = None,
+    round: str | Mapping[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: jobs.OnDuplicate = "warn",
+    compact: bool = False,
 ) -> pd.DataFrame:
     """Read a CSV job table of any layout through a column mapping (see the module docstring).
 
@@ -156,9 +185,14 @@ def read_csv_table(
         machine: the machine (catalog name, ``NODES[xCORES]`` spec or :class:`Machine`); required.
         on_invalid: ``"drop"`` or ``"error"``, as in :func:`hpcgym.jobs.apply_invalid_policy`.
         name: the trace name for ``attrs["name"]``.
+        round: the rounding policy for fractional values (``"ceil"``, ``"nodes=ceil,run=nearest"``; see
+            :mod:`hpcgym.traces._io`), counted in ``attrs["repaired"]``. Without it a fractional node or processor
+            count raises, naming the option.
+        on_duplicate: ``"warn"`` (default) or ``"error"`` for jobs whose id an earlier job has.
+        compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`).
 
     Raises:
-        ValueError: no machine, or a malformed mapping.
+        ValueError: no machine, or a malformed mapping or rounding policy.
         TraceFormatError: an empty file, an unsupported layout, a mapped column that is not in the file, or a
             malformed value, naming the line and column.
         InvalidJobError: with ``on_invalid="error"``, the first invalid job.
@@ -166,48 +200,63 @@ def read_csv_table(
     if machine is None:
         raise ValueError(f"{path}: a generic CSV trace needs a machine: pass machine= (--machine {SPEC_HELP})")
     mach = parse(machine)
-    raw = csv_columns(path, ())
-    cols = parse_columns(columns) if columns is not None else identity_mapping(list(raw.columns))
+    rounding = Rounding(round, path)
+    header = csv_header(path)
+    cols = parse_columns(columns) if columns is not None else identity_mapping(header)
     lacking = missing_keys(cols)
     if lacking:
         if columns is None:
-            raise TraceFormatError(path, 1, None, unsupported_layout(list(raw.columns)))
+            raise TraceFormatError(path, 1, None, unsupported_layout(header))
         raise ValueError(f"columns= must map {', '.join(lacking)}; expected e.g. {EXAMPLE}")
     for key, col in cols.items():
-        if col not in raw.columns:
+        if col not in header:
             raise TraceFormatError(path, 1, col, f"no such column (mapped from {key!r}); the header has: "
-                                   f"{', '.join(map(str, raw.columns))}")
-    submit, start, submit_flag = _submit(path, raw, cols)
-    run, run_flag = duration_column(path, raw, cols["run"], "run out of range")
+                                   f"{', '.join(header)}")
+    text = ("user", "group", "queue", "status")
+    src = CsvSource(path, numeric=tuple(c for k, c in cols.items() if k not in text),
+                    text=tuple(cols[k] for k in text if k in cols))
+    table, start, flags = _table(src, cols, mach, rounding)
+    return finish(table, mach, on_invalid, path, name, start, src.line, flags=flags, on_duplicate=on_duplicate,
+                  compact=compact, repaired=rounding.repaired, id_field=cols.get("job_id", "job_id"))
+
+
+def _table(src: CsvSource, cols: Mapping[str, str], mach: Machine, rounding: Rounding):
+    """(the reader's columns, the Unix start, the range flags) of a mapped CSV."""
+    submit, start, submit_flag = _submit(src, cols, rounding)
+    run, run_flag = seconds(src.whole(cols["run"], "run", rounding), "run", cols["run"],
+                            src.value_text(cols["run"]))
     if "walltime" in cols:
-        wall, wall_flag = duration_column(path, raw, cols["walltime"], "walltime out of range", optional=True)
+        col = cols["walltime"]
+        wall, wall_flag = seconds(src.whole(col, "walltime", rounding, optional=True), "walltime", col,
+                                  src.value_text(col))
     else:
-        wall, wall_flag = np.full(len(raw), -1, np.int64), None
-    procs = (numeric_column(path, raw, cols["procs"]).astype(np.int64) if "procs" in cols
-             else np.full(len(raw), -1, np.int64))
+        wall, wall_flag = np.full(src.rows, -1, np.int64), None
+    procs = src.ints(cols["procs"], "procs", rounding) if "procs" in cols else np.full(src.rows, -1, np.int64)
     if "nodes" in cols:
-        nodes = numeric_column(path, raw, cols["nodes"]).astype(np.int64)
+        nodes = src.ints(cols["nodes"], "nodes", rounding)
     elif mach.procs_are_nodes:
         nodes = procs.copy()
     else:
         nodes = np.where(procs > 0, -(-procs // mach.cores_per_node), procs)
-    df = pd.DataFrame({
-        "job_id": _ids(path, raw, cols.get("job_id"), np.arange(1, len(raw) + 1)),
+    table = {
+        "job_id": _ids(src, cols.get("job_id"), np.arange(1, src.rows + 1)),
         "submit": submit,
         "run": run,
         "walltime": np.where(wall > 0, wall, run),
         "nodes": nodes,
         "procs": procs,
-        "user": _ids(path, raw, cols.get("user"), -1),
-        "group": _ids(path, raw, cols.get("group"), -1),
-        "queue": _ids(path, raw, cols.get("queue"), -1),
-        "status": _status(path, raw, cols.get("status")),
+        "user": _ids(src, cols.get("user"), -1),
+        "group": _ids(src, cols.get("group"), -1),
+        "queue": _ids(src, cols.get("queue"), -1),
+        "status": (src.status(cols["status"], _status_name, _STATUS_EXPECTED) if "status" in cols
+                   else pd.Categorical.from_codes(np.full(src.rows, jobs.STATUSES.index("unknown"), np.int8),
+                                                  categories=jobs.STATUSES)),
         "walltime_known": wall > 0,
-    })
+    }
     if "wait" in cols:
-        df["wait"] = np.nan_to_num(numeric_column(path, raw, cols["wait"], optional=True), nan=-1).astype(np.int64)
-    flags = [f for f in (submit_flag, run_flag, wall_flag) if f is not None]
-    return finish(df, mach, on_invalid, path, name, start, np.arange(len(df), dtype=np.int64) + 2, flags=flags)
+        wait = src.whole(cols["wait"], "wait", rounding, optional=True)
+        table["wait"] = np.nan_to_num(wait, nan=-1).astype(np.int64)
+    return table, start, [f for f in (submit_flag, run_flag, wall_flag) if f is not None]
 
 
 def unsupported_layout(header: list[str]) -> str:

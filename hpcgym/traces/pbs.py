@@ -50,7 +50,7 @@ from hpcgym.traces._accounting import (
     whole_numbers,
     whole_seconds,
 )
-from hpcgym.traces._io import MAX_DURATION, Flag, submit_column
+from hpcgym.traces._io import MAX_DURATION, Flag, Rounding, submit_column
 
 _RECORD = re.compile(rb"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Z];")
 _ID = r"^(\d+)(?:\[(\d*)\])?(?:\..*)?$"
@@ -121,25 +121,30 @@ def _epoch(locate, text: pd.Series, field: str, check: np.ndarray) -> np.ndarray
     return values
 
 
-def _seconds(locate, text: pd.Series, field: str, check: np.ndarray) -> tuple[np.ndarray, Flag]:
-    """Durations in whole seconds, rounded up (-1 where absent), and the :class:`Flag` of those out of range."""
+def _seconds(locate, text: pd.Series, field: str, check: np.ndarray, rounding: Rounding) -> tuple[np.ndarray, Flag]:
+    """Durations in whole seconds (-1 where absent), and the :class:`Flag` of those out of range.
+
+    Fractions round as ``rounding`` says (up unless the policy names ``run`` or ``walltime``).
+    """
     secs = durations(text)
     bad = np.isnan(secs) & (text != "").to_numpy() & check
     raise_at(locate, bad, field, text, "a duration (hours:minutes:seconds)")
-    values, over = whole_seconds(secs)
     what = "run" if field.startswith("resources_used") else "walltime"
+    values, over = whole_seconds(secs, rounding, what)
     return values, Flag(f"{what} out of range", field, over, text.to_numpy(), f"at most {MAX_DURATION} s")
 
 
-def _size(locate, attrs: dict[str, pd.Series], check: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _size(locate, attrs: dict[str, pd.Series], check: np.ndarray, rounding: Rounding) -> tuple[np.ndarray, np.ndarray]:
     """Nodes (nodect, else exec_host's distinct hosts) and processors (ncpus, else Torque's nodes=N:ppn=M)."""
-    nodes = whole_numbers(locate, attrs["Resource_List.nodect"], "Resource_List.nodect", check=check)
+    nodes = whole_numbers(locate, attrs["Resource_List.nodect"], "Resource_List.nodect", check=check,
+                          rounding=rounding, key="nodes")
     hosts = attrs["exec_host"][(nodes < 0) & (attrs["exec_host"] != "").to_numpy()]
     if len(hosts):
         nodes[hosts.index] = hosts.str.split("+").map(lambda parts: len({p.split("/")[0] for p in parts}))
     raise_at(locate, (nodes < 0) & check, "Resource_List.nodect", attrs["Resource_List.nodect"],
              "a node count (and the record has no exec_host to count them from)")
-    procs = whole_numbers(locate, attrs["Resource_List.ncpus"], "Resource_List.ncpus", check=check)
+    procs = whole_numbers(locate, attrs["Resource_List.ncpus"], "Resource_List.ncpus", check=check,
+                          rounding=rounding, key="procs")
     ppn = attrs["Resource_List.nodes"].str.extract(r"^(\d+):ppn=(\d+)$").astype(np.float64).to_numpy()
     torque = (procs < 0) & np.isfinite(ppn).all(axis=1)
     procs[torque] = (ppn[torque, 0] * ppn[torque, 1]).astype(np.int64)
@@ -158,6 +163,9 @@ def read_pbs(
     machine: str | Machine | None = None,
     on_invalid: jobs.OnInvalid = "drop",
     name: str | None = None,
+    round: str | dict[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: jobs.OnDuplicate = "warn",
+    compact: bool = False,
 ) -> pd.DataFrame:
     """Read a PBS Pro / Torque accounting log (a file, or a directory of daily files) into the canonical job table.
 
@@ -168,6 +176,12 @@ def read_pbs(
         on_invalid: ``"drop"`` (default: one warning counts the dropped jobs by reason) or ``"error"`` (raise
             :class:`~hpcgym.errors.InvalidJobError` at the first, naming its file, line and field).
         name: the trace name for ``attrs["name"]``.
+        round: how to round fractions in fields that should be whole (``"ceil"``, or e.g. ``"nodes=ceil"``; fields
+            ``run`` and ``walltime``, which round up by default, ``nodes`` and ``procs``, which must be whole
+            without it); see :mod:`hpcgym.traces._io`. What it changes is counted in ``attrs["repaired"]``.
+        on_duplicate: ``"warn"`` (default: keep jobs whose id an earlier job has, with one warning naming the
+            first one's file and line) or ``"error"``.
+        compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`).
 
     Raises:
         TraceFormatError: an empty or corrupt file, an empty directory, a line that is not an accounting record, or
@@ -176,6 +190,7 @@ def read_pbs(
         InvalidJobError: with ``on_invalid="error"``, the first invalid job.
     """
     files = _files(path)
+    rounding = Rounding(round, path)
     rec = pd.concat([_end_records(i, f) for i, f in enumerate(files)], ignore_index=True)
 
     def locate(row: int) -> tuple[str, int]:  # reads ``rec`` as it is when called (rows drop out below)
@@ -189,10 +204,10 @@ def read_pbs(
     ran = np.isfinite(start)
     created = np.where(attrs["ctime"] != "", attrs["ctime"], attrs["qtime"])
     submit = _epoch(locate, pd.Series(created, dtype=object), "ctime", np.ones(len(rec), bool))
-    used, run_flag = _seconds(locate, attrs["resources_used.walltime"], "resources_used.walltime", ran)
+    used, run_flag = _seconds(locate, attrs["resources_used.walltime"], "resources_used.walltime", ran, rounding)
     run = np.where(attrs["resources_used.walltime"] != "", used, np.nan_to_num(end - start, nan=-1)).astype(np.int64)
-    wall, wall_flag = _seconds(locate, attrs["Resource_List.walltime"], "Resource_List.walltime", ran)
-    nodes, procs = _size(locate, attrs, ran)
+    wall, wall_flag = _seconds(locate, attrs["Resource_List.walltime"], "Resource_List.walltime", ran, rounding)
+    nodes, procs = _size(locate, attrs, ran, rounding)
     rel, unix_start, submit_flag = submit_column(np.nan_to_num(submit, nan=-1), created, "ctime")
     values = {"job_id": job_id, "submit": rel, "run": run, "walltime": wall, "nodes": nodes, "procs": procs,
               "status": _status(locate, attrs["Exit_status"]),
@@ -201,6 +216,7 @@ def read_pbs(
              submit_flag, run_flag, wall_flag]
     out = finish_log(path, values, {k: attrs[k] for k in ("user", "group", "queue")}, machine=machine,
                      field="Resource_List.nodect", ran=ran, flags=flags, unix_start=unix_start, locate=locate,
-                     on_invalid=on_invalid, name=name)
+                     on_invalid=on_invalid, name=name, id_field="job id", rounding=rounding,
+                     on_duplicate=on_duplicate, compact=compact)
     out.attrs["array_records_skipped"] = int(summary.sum())
     return out

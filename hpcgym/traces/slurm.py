@@ -60,7 +60,7 @@ from hpcgym.traces._accounting import (
     whole_numbers,
     whole_seconds,
 )
-from hpcgym.traces._io import MAX_DURATION, Flag, submit_column
+from hpcgym.traces._io import MAX_DURATION, Flag, Rounding, submit_column
 
 #: Fields a file must have (besides ``JobIDRaw`` or ``JobID``).
 REQUIRED = ("Submit", "Start", "End", "NNodes")
@@ -179,7 +179,8 @@ def _status(state: pd.Series) -> tuple[pd.Categorical, dict[str, int]]:
     return jobs.status_categorical(status.fillna("unknown").to_numpy()), counts
 
 
-def _walltime(locate, raw: pd.DataFrame, cols: dict[str, str], check: np.ndarray) -> tuple[np.ndarray, Flag | None]:
+def _walltime(locate, raw: pd.DataFrame, cols: dict[str, str], check: np.ndarray,
+              rounding: Rounding) -> tuple[np.ndarray, Flag | None]:
     """Timelimit in whole seconds (-1 unknown: UNLIMITED, Partition_Limit, empty), and its out-of-range flag."""
     if "timelimit" not in cols:
         return np.full(len(raw), -1, np.int64), None
@@ -189,12 +190,13 @@ def _walltime(locate, raw: pd.DataFrame, cols: dict[str, str], check: np.ndarray
     unset = (stripped.str.lower().isin(_NO_LIMIT) | (stripped == "")).to_numpy()
     raise_at(locate, np.isnan(secs) & ~unset & check, cols["timelimit"], text,
              "a time limit ([days-]hours:minutes:seconds, UNLIMITED or Partition_Limit)")
-    wall, over = whole_seconds(secs)
+    wall, over = whole_seconds(secs, rounding, "walltime")
     flag = Flag("walltime out of range", cols["timelimit"], over, text.to_numpy(), f"at most {MAX_DURATION} s")
     return wall, flag
 
 
-def _runtime(locate, raw: pd.DataFrame, cols: dict[str, str], start, end, check) -> tuple[np.ndarray, Flag]:
+def _runtime(locate, raw: pd.DataFrame, cols: dict[str, str], start, end, check,
+             rounding: Rounding) -> tuple[np.ndarray, Flag]:
     """Elapsed (else End - Start) in whole seconds, rounded up; -1 unknown; and its out-of-range flag."""
     if "elapsed" in cols:
         text = raw[cols["elapsed"]]
@@ -204,7 +206,7 @@ def _runtime(locate, raw: pd.DataFrame, cols: dict[str, str], start, end, check)
         field, shown = cols["elapsed"], text.to_numpy()
     else:
         secs, field, shown = end - start, cols["end"], raw[cols["end"]].to_numpy()
-    run, over = whole_seconds(secs)
+    run, over = whole_seconds(secs, rounding, "run")
     return run, Flag("run out of range", field, over, shown, f"at most {MAX_DURATION} s")
 
 
@@ -228,6 +230,9 @@ def read_slurm(
     machine: str | Machine | None = None,
     on_invalid: jobs.OnInvalid = "drop",
     name: str | None = None,
+    round: str | dict[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: jobs.OnDuplicate = "warn",
+    compact: bool = False,
 ) -> pd.DataFrame:
     """Read ``sacct --parsable2`` output into the canonical job table (see the module docstring for the mapping).
 
@@ -238,6 +243,13 @@ def read_slurm(
         on_invalid: ``"drop"`` (default: one warning counts the dropped jobs by reason) or ``"error"`` (raise
             :class:`~hpcgym.errors.InvalidJobError` at the first, naming its line and field).
         name: the trace name for ``attrs["name"]``.
+        round: how to round fractions in fields that should be whole (``"ceil"``, or e.g. ``"nodes=ceil"``; fields
+            ``run`` and ``walltime``, which round up by default, ``nodes`` and ``procs``, which must be whole
+            without it, and ``submit``, which rounds down); see :mod:`hpcgym.traces._io`. What it changes is
+            counted in ``attrs["repaired"]``.
+        on_duplicate: ``"warn"`` (default: keep jobs whose id an earlier job has, with one warning naming the
+            first one's line) or ``"error"``.
+        compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`).
 
     Raises:
         TraceFormatError: an empty or corrupt file, a header without '|' or without a required field, a line with
@@ -247,6 +259,7 @@ def read_slurm(
     """
     raw, lines = _table(path)
     cols = _columns(path, raw)
+    rounding = Rounding(round, path)
     ident = cols.get("jobidraw", cols.get("jobid"))
     step = raw[ident].str.contains(".", regex=False).to_numpy()
     raw, lines = raw.loc[~step].reset_index(drop=True), lines[~step]
@@ -260,14 +273,15 @@ def read_slurm(
     start = _times(locate, raw[cols["start"]], cols["start"])
     end = _times(locate, raw[cols["end"]], cols["end"])
     ran = np.isfinite(start) & np.isfinite(end)
-    run, run_flag = _runtime(locate, raw, cols, start, end, ran)
+    run, run_flag = _runtime(locate, raw, cols, start, end, ran, rounding)
     never = _never_ran(raw, cols, state, start, end, run)
     ran &= ~never[0].mask
-    nodes = whole_numbers(locate, raw[cols["nnodes"]], cols["nnodes"], check=ran)
-    procs = (whole_numbers(locate, raw[cols["ncpus"]], cols["ncpus"], check=ran) if "ncpus" in cols
-             else np.full(len(raw), -1, np.int64))
-    wall, wall_flag = _walltime(locate, raw, cols, ran)
-    rel, unix_start, submit_flag = submit_column(np.floor(submit), raw[cols["submit"]].to_numpy(), cols["submit"])
+    nodes = whole_numbers(locate, raw[cols["nnodes"]], cols["nnodes"], check=ran, rounding=rounding, key="nodes")
+    procs = (whole_numbers(locate, raw[cols["ncpus"]], cols["ncpus"], check=ran, rounding=rounding, key="procs")
+             if "ncpus" in cols else np.full(len(raw), -1, np.int64))
+    wall, wall_flag = _walltime(locate, raw, cols, ran, rounding)
+    submit = rounding.whole(submit, "submit", cols["submit"], int, str)  # down unless the policy names submit
+    rel, unix_start, submit_flag = submit_column(submit, raw[cols["submit"]].to_numpy(), cols["submit"])
     status, odd_states = _status(state)
     values = {"job_id": _job_ids(locate, raw[ident], ident), "submit": rel, "run": run, "walltime": wall,
               "nodes": nodes, "procs": procs, "status": status,
@@ -276,7 +290,8 @@ def read_slurm(
               for key, field in (("user", "user"), ("group", "group"), ("queue", "partition"))}
     flags = [*never, submit_flag, run_flag] + ([wall_flag] if wall_flag is not None else [])
     out = finish_log(path, values, people, machine=machine, field="NNodes", ran=ran, flags=flags,
-                     unix_start=unix_start, locate=locate, on_invalid=on_invalid, name=name)
+                     unix_start=unix_start, locate=locate, on_invalid=on_invalid, name=name, id_field=ident,
+                     rounding=rounding, on_duplicate=on_duplicate, compact=compact)
     if odd_states:
         warn(f"{path}: {sum(odd_states.values())} jobs have states hpcgym does not know "
              f"({', '.join(f'{k}: {v}' for k, v in odd_states.items())}); read as status \"unknown\"")
