@@ -1,4 +1,8 @@
-"""Training callbacks: scheduling metrics in TensorBoard, a progress bar, and the latest checkpoint for resumes."""
+"""Training callbacks: scheduling metrics in TensorBoard, a progress bar, validation, and checkpoints for resumes.
+
+A callback whose bookkeeping matters to the rest of a run has ``state()`` and ``load_state(state)``; a checkpoint
+carries that state (:mod:`agents.resume`).
+"""
 
 from __future__ import annotations
 
@@ -39,6 +43,14 @@ class SchedulingMetricsCallback(BaseCallback):
                 self.logger.record_mean(f"sched/{name}", value)
         self.logger.record("sched/episodes", self.episodes)
         return True
+
+    def state(self) -> dict:
+        """The episode count (for a checkpoint)."""
+        return {"episodes": self.episodes}
+
+    def load_state(self, state: dict) -> None:
+        """Continue from a checkpoint's :meth:`state`."""
+        self.episodes = int(state["episodes"])
 
 
 class HyperparametersCallback(BaseCallback):
@@ -95,8 +107,8 @@ class ProgressBarCallback(BaseCallback):
 def latest_checkpoint(directory: str | Path) -> tuple[Path, int] | None:
     """The newest intact ``*_<steps>_steps.zip`` checkpoint in ``directory`` and its step count, or None.
 
-    A checkpoint cut short by a kill during its save is not a readable zip archive; it is skipped (with a warning),
-    so that a resume falls back to the one before.
+    A checkpoint that is not a complete zip archive (damaged after its save: the saves are atomic) is skipped with
+    a warning, so that a resume falls back to the one before.
     """
     found = []
     for path in Path(directory).glob("*_steps.zip"):
@@ -104,14 +116,15 @@ def latest_checkpoint(directory: str | Path) -> tuple[Path, int] | None:
         if m:
             found.append((int(m.group(1)), path))
     for steps, path in sorted(found, reverse=True):
-        if _intact(path):
+        if intact(path):
             return path, steps
         warnings.warn(f"{path} is not a complete checkpoint (a save was interrupted?); using an older one",
                       stacklevel=2)
     return None
 
 
-def _intact(path: Path) -> bool:
+def intact(path: Path) -> bool:
+    """Whether ``path`` is a complete SB3 model file (a zip archive whose members all pass their CRC check)."""
     try:
         with zipfile.ZipFile(path) as z:
             return "data" in z.namelist() and z.testzip() is None
@@ -155,9 +168,21 @@ class ValidationCallback(BaseCallback):
         self.initial: float | None = None  # the starting network's score, when the caller measured it already
         self.prior: dict[str, float] = {}  # network label -> score, written first (the warm start's candidates)
         self.start_label = "start"
+        self.restored = False  # load_state was called: the bookkeeping came with the checkpoint
+
+    def state(self) -> dict:
+        """The bookkeeping a resumed run needs: the best score so far, when the next validation is due, ..."""
+        return {name: getattr(self, name) for name in ("best_value", "next_at", "last_at", "initial", "prior",
+                                                        "start_label")}
+
+    def load_state(self, state: dict) -> None:
+        """Continue from a checkpoint's :meth:`state`."""
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.restored = True
 
     def _on_training_start(self) -> None:
-        if self.curve.exists():  # resuming: keep the best so far, and validate again only when due
+        if self.curve.exists() and not self.restored:  # an old checkpoint without a state: rebuild it from the curve
             import pandas as pd
 
             done = pd.read_csv(self.curve)
@@ -211,22 +236,56 @@ def save_atomic(model, path: Path) -> None:
 
 
 class AtomicCheckpointCallback(CheckpointCallback):
-    """SB3's ``CheckpointCallback``, but every file is written to a temporary name and renamed into place.
+    """Checkpoints from which a resumed run goes on exactly as the uninterrupted run (:mod:`agents.resume`).
 
-    A kill during a save then leaves the previous checkpoints intact and no half-written ``*_steps.zip``. Only the
-    newest replay buffer is kept (a resume continues from the newest checkpoint): the masked DQN's 100,000-step
-    buffer of 128-slot observations takes about 800 MB, and one per checkpoint (4 GB per run) filled the
-    project machine's disk in three five-seed runs.
+    A checkpoint is taken when a rollout starts, once ``every`` timesteps have passed since the last one (or since
+    the start): PPO's rollout buffer is empty then. It is SB3's ``<prefix>_<steps>_steps.zip``, the state file
+    beside it (generators, the environments' history, the ``carry`` callbacks' state, the sizes of the
+    ``appended`` files) and, with ``save_replay_buffer``, the replay buffer. Every file is written to a temporary
+    name and renamed into place, the zip last: an intact zip means its companions are complete, and a kill during
+    a save leaves the previous checkpoints as they were. Only the newest replay buffer is kept (a resume continues
+    from the newest checkpoint): the masked DQN's 100,000-step buffer of 128-slot observations takes about 800 MB,
+    and one per checkpoint (4 GB per run) filled the project machine's disk in three five-seed runs.
+
+    Args:
+        every: timesteps between checkpoints.
+        save_path: the checkpoints' folder.
+        name_prefix: the files' prefix.
+        save_replay_buffer: also save the replay buffer (off-policy algorithms).
+        carry: callbacks whose ``state()`` the checkpoints hold, by name.
+        appended: files the run appends to (cut back to their size at the checkpoint on resume).
     """
 
+    def __init__(self, every: int, save_path: str, name_prefix: str = "model", save_replay_buffer: bool = False,
+                 carry: dict | None = None, appended: tuple[Path, ...] = ()):
+        super().__init__(1, save_path, name_prefix, save_replay_buffer)
+        self.every, self.carry, self.appended = max(int(every), 1), dict(carry or {}), tuple(appended)
+        self.last_saved = 0
+
+    def _on_training_start(self) -> None:
+        self.last_saved = self.num_timesteps  # a resumed run starts at its checkpoint
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps - self.last_saved >= self.every:
+            self.save()
+
     def _on_step(self) -> bool:
-        if self.n_calls % self.save_freq:
-            return True
-        atomic_write(self._checkpoint_path(extension="zip"), self.model.save)
+        return True
+
+    def save(self) -> Path:
+        """Write a checkpoint now (see the class docstring); return its zip."""
+        from agents.resume import save_state, state_path
+
+        checkpoint = Path(self._checkpoint_path(extension="zip"))
+        newest = None
         if self.save_replay_buffer and getattr(self.model, "replay_buffer", None) is not None:
             newest = Path(self._checkpoint_path("replay_buffer_", "pkl"))
             atomic_write(newest, self.model.save_replay_buffer)
+        save_state(state_path(checkpoint), self.model, self.carry, self.appended)
+        atomic_write(checkpoint, self.model.save)
+        if newest is not None:
             for older in newest.parent.glob(f"{self.name_prefix}_replay_buffer_*_steps.pkl"):
                 if older != newest:
                     older.unlink(missing_ok=True)
-        return True
+        self.last_saved = self.num_timesteps
+        return checkpoint

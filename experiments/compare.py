@@ -11,7 +11,8 @@ mean bounded slowdown on the real test windows with a 95% bootstrap interval, th
 the share of the real-trained agent's improvement over FCFS+EASY that it achieves (TSTR: train on synthetic, test
 on real). When a training source has several runs (seeds), a second table reports it across seeds: the median of
 the seeds' mean bsld, the interquartile range, the worst seed, and the share of the real-trained agents'
-improvement at the medians with a 95% bootstrap CI over seeds.
+improvement at the medians with a 95% bootstrap CI over seeds. Two runs of one training source with the same seed
+are refused (one line, exit 2) rather than counted as two seeds or merged: nothing says which of them is right.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.runs import REFERENCE, RunFolder
+from experiments.runs import REFERENCE, RunFolder, check_distinct
 from hpcgym import cli, metrics
 
 
@@ -36,11 +37,19 @@ def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
     """Per-window bsld of each run's agent, and of the reference heuristic, indexed by window.
 
     Raises:
-        ValueError: the runs were not evaluated on the same windows.
+        hpcgym.cli.UsageError: a folder is not an evaluated run, or is given twice.
+        ValueError: the runs were not evaluated on the same windows, or two share a training source and a seed.
     """
-    rows, first = [], None
-    for run in map(RunFolder, runs):
+    folders = [RunFolder(run).check("evaluation") for run in runs]
+    check_distinct(folders)
+    rows, first, seeds = [], None, {}
+    for run in folders:
         args = run.settings()
+        twin = seeds.setdefault((label(args), args.get("seed")), run)
+        if twin is not run:
+            raise ValueError(f"{twin.path} and {run.path} both trained on {label(args)} with seed {args.get('seed')}: "
+                             "the table counts each training source's runs as its seeds, so that seed would count "
+                             "twice; give one run per source and seed")
         per_window = pd.read_csv(run.per_window)
         agent = per_window[per_window["kind"] == "agent"]
         ref = per_window[per_window["scheduler"] == REFERENCE]
@@ -101,10 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders")
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (.md or .csv)")
     args = ap.parse_args(argv)
-    try:
-        windows = load_runs(args.runs)
-    except ValueError as exc:
-        ap.exit(2, f"error: {exc}\n")
+    windows = load_runs(args.runs)  # a mistake is one error line (hpcgym.cli.run)
     table = tstr_table(windows)
     settings = [RunFolder(r).settings() for r in args.runs]
     trace = settings[0]["trace"]

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from baselines import references
 from experiments import runs
-from experiments.arguments import TRACE_FLAGS
+from experiments.arguments import TRACE_FLAGS, seed_arg
 from experiments.runs import REFERENCE, Agent, RunFolder
 from hpcgym import cli, machines, metrics, traces
 from hpcgym import io as hpcgym_io
@@ -189,19 +189,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--trace", default=None,
                     help="real trace whose test split is used (default: the runs' own trace, else theta)")
     cli.add_trace_args(ap)
-    ap.add_argument("--windows", type=int, default=20, help="number of test windows (default: 20)")
-    ap.add_argument("--length", type=int, default=1024, help="jobs per window (default: 1024)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
+    ap.add_argument("--windows", type=cli.positive_int, default=20, help="number of test windows (default: 20)")
+    ap.add_argument("--length", type=cli.positive_int, default=1024, help="jobs per window (default: 1024)")
+    ap.add_argument("--seed", type=seed_arg, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval)")
     args = ap.parse_args(argv)
+    folders = [RunFolder(run).check("model") for run in args.model]  # every mistake before any work
+    runs.check_distinct(folders)
+    out = args.out or (folders[0].eval if folders else Path("eval"))
+    runs.check_writable(out, "the output folder")
     agents: dict[str, Agent] = {}
-    for run in args.model:
-        agents.update(RunFolder(run).agents())
+    for folder in folders:
+        agents.update(folder.agents())
     read = cli.read_options(args)
     if args.trace is None:
         args.trace, read = _runs_trace(args.model, read)
     per_window, per_job = evaluate_on_test(args.trace, agents, args.windows, args.length, args.seed, read=read)
-    out = args.out or (RunFolder(args.model[0]).eval if args.model else Path("eval"))
     table = write_results(out, per_window, per_job, describe(args.trace, args.windows, args.length, args.seed))
     print(format_summary(table, table.attrs["description"]))
     print(f"results: {out}")

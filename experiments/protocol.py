@@ -25,6 +25,7 @@ class Data:
     machine: Any
     fit: pd.DataFrame  #: the train split minus the validation part: all the agent (or synthesizer) sees
     validation: pd.DataFrame  #: the last ``val_fraction`` of the train split
+    test_jobs: int = 0  #: the test split's length (the evaluation's windows come from it)
 
 
 def load_data(args: TraceArgs, val_fraction: float) -> Data:
@@ -34,7 +35,7 @@ def load_data(args: TraceArgs, val_fraction: float) -> Data:
     real = traces.read(args.trace, **args.read_kwargs())
     train = traces.split(real, "train")
     fit, validation = (traces.split(train, part, 1.0 - val_fraction) for part in ("train", "test"))
-    return Data(machines.get(real.attrs["machine"]), fit, validation)
+    return Data(machines.get(real.attrs["machine"]), fit, validation, len(real) - len(train))
 
 
 def validation_starts(data: Data, length: int, count: int) -> list[int]:

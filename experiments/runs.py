@@ -1,4 +1,6 @@
-"""The run folder: what a training run writes where, how runs are named, who may write, and how to read one back.
+"""The run folder: what a run writes where, how runs are named, how to read one back, and the checks on it.
+
+The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before any work.
 
 ``experiments.train`` writes one folder per run, ``<runs dir>/<run name>/`` (:class:`RunFolder`):
 
@@ -33,7 +35,9 @@ import difflib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -58,6 +62,8 @@ CHECKPOINT_PREFIX = "model"
 #: Flags a resumed run may change (the others must match the run's saved ``args.json``).
 RESUMABLE = {"timesteps", "resume", "overwrite", "runs_dir", "run_name", "threads", "jobs", "quiet", "eval_windows",
              "eval_length"}
+#: the longest file name, in bytes, that Linux and macOS file systems take
+NAME_MAX = 255
 
 
 # ---- names -----------------------------------------------------------------------------------------------------
@@ -69,6 +75,47 @@ def default_base(trace_label: str, workload: str, algo: str) -> str:
 def run_name(base: str, seed: int) -> str:
     """A seed's run folder name, ``<base>-s<seed>`` (:func:`base_of` inverts it)."""
     return f"{base}-s{seed}"
+
+
+def check_name(name: str) -> None:
+    """Refuse a run name that is not one plain folder name, or is too long to be one (:class:`cli.UsageError`)."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name or (os.altsep and os.altsep in name):
+        raise cli.UsageError(f"--run-name {name!r}: a run name is one folder's name (no '/', not '.' or '..')")
+    if len(os.fsencode(name)) > NAME_MAX:
+        raise cli.UsageError(f"the run name {name[:40]}... is {len(os.fsencode(name))} bytes long, more than the "
+                             f"{NAME_MAX} a file name may have: give a shorter --run-name")
+
+
+def close_runs(runs_dir: str | Path, name: str) -> list[str]:
+    """The names of the run folders in ``runs_dir`` close to ``name`` (for "did you mean")."""
+    found = sorted(p.parent.name for p in Path(runs_dir).glob("*/args.json")) if Path(runs_dir).is_dir() else []
+    return difflib.get_close_matches(name, found, n=3, cutoff=0.5)
+
+
+def check_writable(path: str | Path, what: str) -> None:
+    """Refuse (one line) a folder that could not be made or written: a read-only file system, no permission.
+
+    Nothing is left behind: the check makes and removes a temporary folder in ``path``, or in its nearest parent
+    that exists.
+    """
+    path = Path(path)
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-check-", dir=existing))
+    except OSError as exc:
+        raise cli.UsageError(f"cannot write {what} {path}: {existing}: {exc.strerror or exc}") from None
+
+
+def check_distinct(folders: Sequence[RunFolder]) -> None:
+    """Refuse the same run folder given twice, and two runs whose rows would have the same label (one name)."""
+    seen: dict[str, RunFolder] = {}
+    for folder in folders:
+        other = seen.setdefault(folder.name, folder)
+        if other is not folder:
+            same = other.path.resolve() == folder.path.resolve()
+            raise cli.UsageError(f"the run {folder.path} is given twice" if same else
+                                 f"two runs are named {folder.name} ({other.path}, {folder.path}): their rows "
+                                 "would share one label; give one of them")
 
 
 def base_of(name: str) -> str:
@@ -143,6 +190,46 @@ class RunFolder:
         """The saved ``args.json``."""
         return json.loads(self.args_json.read_text())
 
+    def check(self, need: str = "settings") -> RunFolder:
+        """Refuse (:class:`cli.UsageError`, one line) a folder that is not a readable run holding what is needed.
+
+        Args:
+            need: ``"settings"`` (a readable ``args.json``), ``"model"`` (and an intact ``model.zip``) or
+                ``"evaluation"`` (and ``eval/per_window.csv``).
+
+        Returns:
+            the folder itself.
+        """
+        if not self.path.is_dir():
+            close = close_runs(self.path.parent, self.name)
+            raise cli.UsageError(f"no run folder {self.path}" + (f" (did you mean {', '.join(close)}?)" if close else
+                                                                  ""))
+        if not self.args_json.exists():
+            raise cli.UsageError(f"{self.path} is not a training run folder (it has no {self.args_json.name}); give "
+                                 "a folder that experiments.train wrote")
+        try:
+            settings = self.settings()
+        except (OSError, ValueError) as exc:
+            raise cli.UsageError(f"{self.args_json}: unreadable ({cli.message(exc)})") from None
+        if not isinstance(settings, dict) or "algo" not in settings:
+            raise cli.UsageError(f"{self.args_json}: not the settings of a training run (no 'algo')")
+        if need == "model":
+            self._check_network(self.model)
+        if need == "evaluation" and not self.evaluated():
+            raise cli.UsageError(f"{self.path} has no evaluation ({self.per_window.relative_to(self.path)}): "
+                                 f"run python -m experiments.evaluate --model {self.path}")
+        return self
+
+    def _check_network(self, path: Path) -> None:
+        from agents.callbacks import intact
+
+        if not path.exists():
+            raise cli.UsageError(f"{self.path} has no {path.name}: its training did not finish; continue it with "
+                                 f"python -m experiments.train --runs-dir {self.path.parent} --run-name {self.name} "
+                                 "--resume")
+        if not intact(path):
+            raise cli.UsageError(_damaged(path, self))
+
     def evaluated(self) -> bool:
         """Whether the run has an evaluation (``eval/per_window.csv``)."""
         return self.per_window.exists()
@@ -161,15 +248,20 @@ class RunFolder:
         return saved if saved is not None else settings.get("time_scale") or None
 
     def load_network(self, path: Path) -> tuple[Any, dict[str, Any]]:
-        """A network of the run (``model.zip``: the one best on validation) and the run's settings."""
+        """A network of the run (``model.zip``: the one best on validation) and the run's settings.
+
+        Raises:
+            cli.UsageError: the file is damaged (with what to do about it).
+        """
         settings = self.settings()
         if settings["algo"] == "ppo":
-            from sb3_contrib import MaskablePPO
-
-            return MaskablePPO.load(path, device="cpu"), settings
-        from agents.dqn import MaskedDQN
-
-        return MaskedDQN.load(path, device="cpu"), settings
+            from sb3_contrib import MaskablePPO as Algorithm
+        else:
+            from agents.dqn import MaskedDQN as Algorithm
+        try:
+            return Algorithm.load(path, device="cpu"), settings
+        except (ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # SB3: "wasn't a zip-file", no more
+            raise cli.UsageError(_damaged(path, self) + f" ({cli.message(exc)})") from None
 
     def agents(self) -> dict[str, Agent]:
         """The networks that exist, by row label: the agent, its untrained network, its cloned start."""
@@ -184,6 +276,14 @@ class RunFolder:
         return out
 
     # ---- writing ----
+    def check_usable(self, resume: bool, overwrite: bool) -> None:
+        """Refuse, before any work, what :meth:`owned` would refuse, and a folder that could not be written."""
+        if self.path.exists() and any(self.path.iterdir()) and not resume and not overwrite:
+            raise _not_empty(self.path)
+        if self.path.exists():
+            self._check_free()
+        check_writable(self.path, "the run folder")
+
     @contextlib.contextmanager
     def owned(self, resume: bool, overwrite: bool) -> Iterator[RunFolder]:
         """Hold the folder for one process (a ``.lock`` file with its PID) while a run writes to it.
@@ -193,13 +293,15 @@ class RunFolder:
         """
         if self.path.exists() and any(self.path.iterdir()) and not resume:
             if not overwrite:
-                raise cli.UsageError(f"the run folder {self.path} is not empty: pass --resume to continue that run, "
-                                     "--overwrite to start it over, or another --run-name")
+                raise _not_empty(self.path)
             self._check_free()
             shutil.rmtree(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._check_free()
-        self.lock.write_text(str(os.getpid()))
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._check_free()
+            self.lock.write_text(str(os.getpid()))
+        except OSError as exc:  # a read-only file system, a full disk: one line
+            raise cli.UsageError(f"cannot write the run folder {self.path}: {cli.message(exc)}") from None
         try:
             yield self
         finally:
@@ -216,6 +318,17 @@ class RunFolder:
                 raise cli.UsageError(f"the run folder {self.path} is in use by process {pid}")
 
 
+def _not_empty(path: Path) -> cli.UsageError:
+    return cli.UsageError(f"the run folder {path} is not empty: pass --resume to continue that run, --overwrite to "
+                          "start it over, or another --run-name")
+
+
+def _damaged(path: Path, run: RunFolder) -> str:
+    return (f"{path} is damaged (not a complete model file): train the run again (experiments.train --runs-dir "
+            f"{run.path.parent} --run-name {run.name} --overwrite), or, if its checkpoints remain, continue it from "
+            "the newest (--resume)")
+
+
 def resumed(args: T, given: set[str]) -> T:
     """With ``args.resume``: the run's saved settings, with the :data:`RESUMABLE` flags given now.
 
@@ -229,8 +342,7 @@ def resumed(args: T, given: set[str]) -> T:
         return args
     folder = RunFolder(Path(args.runs_dir) / args.name)
     if not folder.args_json.exists():
-        runs = sorted(RunFolder(p.parent).name for p in Path(args.runs_dir).glob(f"*/{folder.args_json.name}"))
-        close = difflib.get_close_matches(args.name, runs, n=3, cutoff=0.5)
+        close = close_runs(args.runs_dir, args.name)
         raise cli.UsageError(f"--resume: no run {args.name!r} in {args.runs_dir}/" +
                              (f" (did you mean {', '.join(close)}?)" if close else " (give its --run-name)"))
     saved = folder.settings()

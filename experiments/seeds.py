@@ -5,12 +5,13 @@ Example::
     python -m experiments.seeds runs/theta-synthetic-ppo-s0 runs/theta-synthetic-ppo-s1 ... --out runs/theta-seeds
 
 Each run folder holds ``eval/per_window.csv`` (written by ``experiments.train``); all must have been evaluated on
-the same trace and windows (checked). One seed is one number per scheduler: its mean bounded slowdown over the
-test windows. The table gives, per scheduler, the number of seeds, the median, the interquartile range, the worst
-and best seed, the mean with a bootstrap CI over seeds, and for the networks (agent, untrained, cloned) how many
-seeds beat FCFS+EASY and how many beat their own untrained network. Heuristics do not depend on the seed: their
-rows repeat one value, as a reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes the
-table in one go (:func:`run`).
+the same trace and windows, and have different seeds (both checked: two runs of one seed are refused, not counted
+twice). One seed is one number per scheduler: its mean bounded slowdown over the test windows. The table gives,
+per scheduler, the number of seeds, the median, the interquartile range, the worst and best seed, the mean with a
+bootstrap CI over seeds, and for the networks (agent, untrained, cloned) how many seeds beat FCFS+EASY and how
+many beat their own untrained network. Heuristics do not depend on the seed: their rows repeat one value, as a
+reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes the table in one go
+(:func:`run`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,18 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
     """One row per run x scheduler: ``run, seed, scheduler, kind, backfill, bsld`` (mean over the test windows).
 
     Raises:
-        ValueError: the runs were not evaluated on the same trace and windows.
+        hpcgym.cli.UsageError: a folder is not an evaluated run, or is given twice.
+        ValueError: the runs were not evaluated on the same trace and windows, or two have the same seed.
     """
-    rows, seen = [], {}
-    for run in map(RunFolder, run_dirs):
+    folders = [RunFolder(run).check("evaluation") for run in run_dirs]
+    runs.check_distinct(folders)
+    rows, seen, seeds = [], {}, {}
+    for run in folders:
         args = run.settings()
+        twin = seeds.setdefault(args.get("seed"), run)
+        if twin is not run:
+            raise ValueError(f"{twin.path} and {run.path} both have seed {args.get('seed')}: one seed would count "
+                             "twice; give one run per seed")
         per_window = pd.read_csv(run.per_window)
         ref = per_window[per_window["scheduler"] == REFERENCE].sort_values("window")["bsld"].round(9).tolist()
         key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
@@ -132,10 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders, one per seed")
     ap.add_argument("--out", type=Path, required=True, help="folder for the table and the plot")
     args = ap.parse_args(argv)
-    try:
-        tab = write(args.runs, args.out)
-    except ValueError as exc:
-        ap.exit(2, f"error: {exc}\n")
+    tab = write(args.runs, args.out)  # a mistake is one error line (hpcgym.cli.run)
     print(format_table(tab))
     return 0
 

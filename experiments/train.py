@@ -29,10 +29,12 @@ the clone studies in ``docs/results.md`` (``python -m experiments.recipe_sweep``
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import shutil
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,11 +101,11 @@ class Args(TraceArgs):
     jobs: int = flag(1, "seeds trained at once (processes) with --seeds")
     eval_windows: int = flag(20, "test windows in the final evaluation (0: none)")
     eval_length: int = flag(1024, "jobs per test window")
-    checkpoint_every: int = flag(20_000, "timesteps between checkpoints")
+    checkpoint_every: int = flag(20_000, "timesteps between checkpoints (each taken when the next rollout starts)")
     runs_dir: str = flag(runs.RUNS_DIR, "where run folders go")
     run_name: str = flag("", "run folder name; empty: trace-workload-algo-sSEED")
     resume: bool = flag(False, "continue the run folder's run from its last intact checkpoint, with the run's saved "
-                               "settings")
+                               "settings: it ends as the uninterrupted run would have")
     overwrite: bool = flag(False, "delete an existing run folder of this name first")
     threads: int = flag(1, "torch threads (1 is fastest for these tiny networks)")
     quiet: bool = flag(False, "no progress output (results and errors only)")
@@ -135,20 +137,55 @@ def parse_args(argv: list[str] | None = None) -> Args:
     return args
 
 
+#: the least value of each whole-number flag
+AT_LEAST = {"sample_pool": 0, "timesteps": 0, "window": 2, "slots": 1, "envs": 1, "n_steps": 1, "n_epochs": 1,
+            "batch_size": 1, "clone_episodes": 1, "clone_window": 2, "clone_epochs": 1, "val_windows": 0,
+            "val_length": 2, "val_every": 1, "jobs": 1, "eval_windows": 0, "eval_length": 2,
+            "checkpoint_every": 1, "threads": 1}
+
+
 def check_args(args: Args) -> None:
-    """Refuse settings that cannot run (:class:`hpcgym.cli.UsageError`), before anything is written."""
+    """Refuse settings that cannot run (:class:`hpcgym.cli.UsageError`, naming the flag), before anything is read."""
     from hpcgym.env import SCALE_SAMPLE_JOBS
 
     for name, allowed in CHOICES.items():
         if getattr(args, name) not in allowed:
-            raise cli.UsageError(f"--{name.replace('_', '-')} must be one of {allowed}")
-    if args.envs < 1 or args.timesteps < 0:
-        raise cli.UsageError("--envs must be >= 1 and --timesteps >= 0")
+            raise cli.UsageError(f"{_flag(name)} must be one of {allowed}")
+    for name, least in AT_LEAST.items():
+        if getattr(args, name) < least:
+            raise cli.UsageError(f"{_flag(name)} must be at least {least}, not {getattr(args, name)}")
+    for flag_name, seed in [("--seed", args.seed), *(("--seeds", s) for s in args.seeds)]:
+        if not 0 <= seed <= arguments.MAX_SEED:
+            raise cli.UsageError(f"{flag_name} must be between 0 and {arguments.MAX_SEED}, not {seed}")
+    if not (args.learning_rate > 0 and 0 < args.val_fraction < 1 and 0 <= args.gamma <= 1):
+        raise cli.UsageError("--learning-rate must be > 0, --val-fraction between 0 and 1 (both excluded), "
+                             "--gamma between 0 and 1")
     least = max(args.window, SCALE_SAMPLE_JOBS)  # the environment samples that many jobs for its scales
     if args.sample_pool and args.sample_pool < least:
         raise cli.UsageError(f"--sample-pool ({args.sample_pool}) must be 0 or at least {least} (--window, and the "
                              f"{SCALE_SAMPLE_JOBS} jobs the environment's scales come from)")
     rank_columns(args.ranks)
+    base = args.run_name or runs.default_base(args.trace_label, args.workload, args.algo)
+    names = [runs.run_name(base, s) for s in args.seeds] + [runs.seeds_folder("", base).name] if args.seeds else []
+    for name in names or [args.name]:
+        runs.check_name(name)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_inputs(args: Args, data: Data) -> None:
+    """Refuse windows longer than the parts of the trace they come from (before the run folder is made)."""
+    parts = [("--val-length", args.val_length if args.val_windows else 0, "validation part", len(data.validation)),
+             ("--eval-length", args.eval_length if args.eval_windows else 0, "test split", data.test_jobs)]
+    if args.workload != "synthetic":  # real windows of the training part
+        parts += [("--window", args.window, "training part", len(data.fit)),
+                  ("--clone-window", args.clone_window if args.clone else 0, "training part", len(data.fit))]
+    for flag_name, length, part, jobs in parts:
+        if length > jobs:
+            raise cli.UsageError(f"{flag_name} {length} is longer than the trace's {part} ({jobs} jobs): lower it"
+                                 + (" or raise --val-fraction" if part == "validation part" else ""))
 
 
 def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
@@ -187,39 +224,51 @@ def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
     return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
 
 
-def make_env(args: Args, data: Data, workload: Any, run: runs.RunFolder) -> Any:
-    """The training environment: the vector env over the training workload, in SB3's interface.
+def make_env(args: Args, data: Data, workload: Any) -> Any:
+    """The training environment: the vector env over the training workload, in SB3's interface, seeded.
 
-    Episodes go to ``monitor.csv`` (appended to when resuming).
+    It is recorded (:class:`agents.resume.RecordedVecEnv`), so that a resumed run can play its history again;
+    :func:`attach_monitor` sends its episodes to ``monitor.csv``.
     """
-    from stable_baselines3.common.monitor import ResultsWriter
     from stable_baselines3.common.vec_env import VecMonitor
 
+    from agents.resume import RecordedVecEnv
     from agents.vec import HpcgymVecEnv
     from hpcgym.vector import SchedulingVectorEnv
 
     venv = SchedulingVectorEnv(args.envs, workload=workload, window=args.window, split="all", reward=args.reward,
                                baseline=args.baseline or None, compare_with=("fcfs",), **env_kwargs(args, data))
-    env = VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare_json",))
-    env.results_writer = ResultsWriter(str(run.monitor), header={"t_start": env.t_start},
-                                       extra_keys=("compare_json",), override_existing=not args.resume)
+    env = RecordedVecEnv(VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare_json",)))
     env.seed(args.seed)
     return env
 
 
-def make_model(args: Args, env: Any, run: runs.RunFolder) -> Any:
-    """A new agent, or the last checkpoint's when resuming."""
-    from agents.callbacks import latest_checkpoint, replay_buffer_for
+def attach_monitor(env: Any, run: runs.RunFolder, fresh: bool) -> None:
+    """Write the environment's episodes to the run's ``monitor.csv`` (started over when ``fresh``, else appended)."""
+    from stable_baselines3.common.monitor import ResultsWriter
 
-    found = latest_checkpoint(run.checkpoints) if args.resume else None
+    monitor = env.venv
+    monitor.results_writer = ResultsWriter(str(run.monitor), header={"t_start": monitor.t_start},
+                                           extra_keys=("compare_json",), override_existing=fresh)
+
+
+def make_model(args: Args, env: Any, run: runs.RunFolder, checkpoint: Path | None = None,
+               exact: bool = False) -> Any:
+    """A new agent, or the one saved in ``checkpoint``.
+
+    ``exact``: the checkpoint has a state file, whose replay puts the environments back where they were (their
+    saved last observation is kept); without one, training goes on from fresh environments.
+    """
+    from agents.callbacks import replay_buffer_for
+
     tb = str(run.tensorboard)
     if args.algo == "ppo":
         from sb3_contrib import MaskablePPO
 
         from agents.policies import ScorerPolicy
 
-        if found:
-            return MaskablePPO.load(found[0], env=env, device="cpu", tensorboard_log=tb)
+        if checkpoint:
+            return MaskablePPO.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
         policy = ScorerPolicy if args.policy == "scorer" else "MlpPolicy"
         kwargs = {"ranks": rank_columns(args.ranks)} if args.policy == "scorer" and args.ranks else None
         return MaskablePPO(policy, env, policy_kwargs=kwargs, learning_rate=args.learning_rate, n_steps=args.n_steps,
@@ -229,11 +278,14 @@ def make_model(args: Args, env: Any, run: runs.RunFolder) -> Any:
                            tensorboard_log=tb, device="cpu", verbose=0)
     from agents.dqn import MaskedDQN
 
-    if found:
-        model = MaskedDQN.load(found[0], env=env, device="cpu", tensorboard_log=tb)
-        buffer = replay_buffer_for(found[0])
+    if checkpoint:
+        model = MaskedDQN.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
+        buffer = replay_buffer_for(checkpoint)
         if buffer:
             model.load_replay_buffer(buffer)
+        elif exact:
+            warnings.warn(f"{checkpoint} has no replay buffer beside it (only the newest is kept): the DQN goes on "
+                          "with an empty one, so it will not match an uninterrupted run", stacklevel=2)
         return model
     return MaskedDQN(env=env, learning_rate=args.learning_rate, batch_size=args.batch_size, seed=args.seed,
                      gamma=args.gamma, buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
@@ -259,7 +311,10 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
     save_atomic(model, run.untrained)
     if not args.clone:
         return {}, "untrained"
-    demo_env = SchedulingEnv(workload=workload, window=args.clone_window, split="all", **env_kwargs(args, data))
+    # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn), or
+    # a resumed run, which skips them, would not find the workload where the uninterrupted run had it
+    demo_env = SchedulingEnv(workload=copy.copy(workload), window=args.clone_window, split="all",
+                             **env_kwargs(args, data))
     held_out = None
     if args.val_windows > 0:  # the heuristic's choices on validation windows: how well the clone generalizes
         held_out = (SchedulingEnv(workload=data.validation, window=args.val_length, split="all",
@@ -296,15 +351,43 @@ def train(args: Args, synthesizer: Any = None) -> Path:
 
     ``synthesizer``: a fitted model for ``--workload synthetic|mixed`` (e.g. one fit shared by several seeds, as
     ``experiments.study`` does); default: fit ``args.synthesizer`` on the training part, or load it from the cache.
+    The run folder is made only once the folder, the trace, the windows and the workload are known to be good:
+    a mistake leaves nothing behind.
     """
     import torch
     torch.set_num_threads(args.threads)
-    with runs.RunFolder(Path(args.runs_dir) / args.name).owned(args.resume, args.overwrite) as run:
-        _train(args, run, synthesizer)
+    folder = runs.RunFolder(Path(args.runs_dir) / args.name)
+    folder.check_usable(args.resume, args.overwrite)
+    data = load_data(args, args.val_fraction)
+    check_inputs(args, data)
+    starts = validation_starts(data, args.val_length, args.val_windows)
+    workload = training_workload(args, data, synthesizer)
+    env = make_env(args, data, workload)
+    with folder.owned(args.resume, args.overwrite) as run:
+        _train(args, run, data, workload, env, starts)
     return run.path
 
 
-def _train(args: Args, run: runs.RunFolder, synthesizer: Any = None) -> None:
+def _resume_point(args: Args, run: runs.RunFolder) -> tuple[Path | None, dict[str, Any] | None]:
+    """The checkpoint to resume from (None: start afresh) and its state (None: a checkpoint without one)."""
+    from agents import resume
+    from agents.callbacks import latest_checkpoint
+
+    found = latest_checkpoint(run.checkpoints) if args.resume else None
+    if found is None:
+        return None, None
+    path = resume.state_path(found[0])
+    if not path.exists():
+        warnings.warn(f"{found[0]} has no state file (it predates exact resumes): training goes on from fresh "
+                      "environments and generators, so the run will differ from an uninterrupted one", stacklevel=2)
+        return found[0], None
+    state = resume.load_state(path)
+    resume.cut_files(state, path)
+    return found[0], state
+
+
+def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any, starts: list[int]) -> None:
+    from agents import resume
     from agents.callbacks import (
         AtomicCheckpointCallback,
         HyperparametersCallback,
@@ -316,24 +399,26 @@ def _train(args: Args, run: runs.RunFolder, synthesizer: Any = None) -> None:
     from agents.curves import plot_learning_curves
 
     hpcgym_io.write_text(run.args_json, json.dumps(dataclasses.asdict(args), indent=2))
-    data = load_data(args, args.val_fraction)
-    workload = training_workload(args, data, synthesizer)
-    env = make_env(args, data, workload, run)
+    checkpoint, state = _resume_point(args, run)
+    attach_monitor(env, run, fresh=checkpoint is None)
     args = dataclasses.replace(args, time_scale=resolve_time_scale(args, env, run))
-    model = make_model(args, env, run)
-    starts = validation_starts(data, args.val_length, args.val_windows)
+    model = make_model(args, env, run, checkpoint, exact=state is not None)
     val_env = dict(workload=data.validation, window=args.val_length, split="all", **env_kwargs(args, data))
     validation = ValidationCallback(starts, args.val_every, run.best, run.curve, val_env) if starts else None
-    if model.num_timesteps == 0:
+    if checkpoint is None:
         run.curve.unlink(missing_ok=True)
         scores, chosen = warm_start(args, model, data, workload, run, validation.score if validation else None)
         if validation is not None:
             validation.initial, validation.start_label = scores.get(chosen), chosen
             validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}
-    callbacks = [AtomicCheckpointCallback(max(args.checkpoint_every // args.envs, 1), str(run.checkpoints),
-                                          runs.CHECKPOINT_PREFIX, save_replay_buffer=args.algo == "dqn"),
-                 SchedulingMetricsCallback(),
-                 HyperparametersCallback(dataclasses.asdict(args))]
+    metrics = SchedulingMetricsCallback()
+    carry = {"metrics": metrics, **({"validation": validation} if validation else {})}
+    callbacks = [AtomicCheckpointCallback(args.checkpoint_every, str(run.checkpoints), runs.CHECKPOINT_PREFIX,
+                                          save_replay_buffer=args.algo == "dqn", carry=carry,
+                                          appended=(run.monitor, run.curve)),
+                 metrics, HyperparametersCallback(dataclasses.asdict(args))]
+    if state is not None:
+        resume.restore(state, model, carry)
     if validation is not None:
         callbacks.append(validation)
     if not args.quiet:
