@@ -30,7 +30,7 @@ import pandas as pd
 from baselines import priorities
 from hpcgym import metrics
 from hpcgym.machines import Machine
-from hpcgym.sim import hold_times, start_times
+from hpcgym.sim import PriorityPolicy, hold_times, start_times
 
 
 def label(policy: str, backfill: str) -> str:
@@ -54,7 +54,7 @@ class Cell:
         return label(self.policy, self.backfill)
 
 
-def window_records(jobs: pd.DataFrame, machine: Machine, policy: str, backfill: str,
+def window_records(jobs: pd.DataFrame, machine: Machine, policy: str | PriorityPolicy, backfill: str,
                    kill_at_walltime: bool = True) -> dict[str, np.ndarray]:
     """One heuristic's per-job records on one window as arrays (:func:`hpcgym.metrics.record_columns`)."""
     start = start_times(jobs, machine.nodes, priorities.get(policy), backfill, kill_at_walltime)
@@ -63,7 +63,7 @@ def window_records(jobs: pd.DataFrame, machine: Machine, policy: str, backfill: 
                                   jobs["nodes"].to_numpy(np.int64))
 
 
-def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: Sequence[str],
+def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: Sequence[str | PriorityPolicy],
                   backfills: Sequence[str], kill_at_walltime: bool = True, progress: bool = False,
                   keep_records: bool = True) -> list[Cell]:
     """Simulate every policy x backfill mode on every window.
@@ -71,7 +71,7 @@ def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: S
     Args:
         windows: job tables (each a window, or a whole trace).
         machine: the machine.
-        policies: heuristic names (:func:`baselines.priorities.get`).
+        policies: heuristic names (:func:`baselines.priorities.get`) or policy objects.
         backfills: backfill modes (:data:`hpcgym.sim.BACKFILL_MODES`).
         kill_at_walltime: end jobs at their walltime.
         progress: a progress bar over the grid (shown when it has more than one cell).
@@ -95,5 +95,5 @@ def simulate_grid(windows: Sequence[pd.DataFrame], machine: Machine, policies: S
             if keep_records:
                 records.append(pd.DataFrame(cols))
             del cols
-        cells.append(Cell(name, backfill, records, time.process_time() - started, summaries))
+        cells.append(Cell(priorities.get(name).name, backfill, records, time.process_time() - started, summaries))
     return cells

@@ -1,6 +1,10 @@
 """Simulator speed: jobs per CPU second on whole traces, and a 2,000,000-job stream on a Trinity-size machine.
 
-Usage: ``python benchmarks/sim_speed.py [--repeat 3] [--traces ...] [--big-jobs 2000000] [--skip-big]``.
+Usage: ``python benchmarks/sim_speed.py [--repeat 3] [--traces ...] [--predictors last2 median5] [--big-jobs 2000000]
+[--skip-big]``.
+
+Each row is measured with the users' walltimes and with each runtime predictor of ``--predictors``
+(:mod:`hpcgym.sim.predict`), side by side in one run, with the slowdown of the predictor against the walltimes.
 
 Every figure is the best of ``--repeat`` runs, in CPU time (``time.process_time``), after one warm-up run that
 pays numba's compilation. The big stream tiles HPC2N in time and scales its job widths to Trinity's 9,408 nodes;
@@ -26,13 +30,13 @@ from hpcgym import machines, traces
 from hpcgym.sim import start_times
 
 
-def cpu_rate(df: pd.DataFrame, nodes: int, policy, backfill: str, repeat: int) -> float:
+def cpu_rate(df: pd.DataFrame, nodes: int, policy, backfill: str, repeat: int, predictor: str = "walltime") -> float:
     """Best jobs per CPU second over ``repeat`` runs."""
-    start_times(df, nodes, policy, backfill)  # warm-up (compilation)
+    start_times(df, nodes, policy, backfill, predictor=predictor)  # warm-up (compilation)
     best = float("inf")
     for _ in range(repeat):
         t0 = time.process_time()
-        start_times(df, nodes, policy, backfill)
+        start_times(df, nodes, policy, backfill, predictor=predictor)
         best = min(best, time.process_time() - t0)
     return len(df) / best
 
@@ -60,16 +64,23 @@ def main() -> None:
     ap.add_argument("--big-jobs", type=int, default=2_000_000)
     ap.add_argument("--skip-big", action="store_true")
     ap.add_argument("--traces", nargs="+", default=["lublin-256", "sdsc-sp2", "hpc2n"])
+    ap.add_argument("--predictors", nargs="*", default=["last2", "median5"],
+                    help="runtime predictors measured next to the walltimes (none: walltimes only)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    print(f"{'trace':12} {'jobs':>8} {'policy':7} {'backfill':12} {'jobs/CPU-s':>12}")
+    head = "".join(f" {p + ' jobs/CPU-s':>20} {'x':>5}" for p in args.predictors)
+    print(f"{'trace':12} {'jobs':>8} {'policy':7} {'backfill':12} {'jobs/CPU-s':>12}{head}")
     for name in args.traces:
         df = traces.load(name)
         nodes = machines.get(df.attrs["machine"]).nodes
         for policy, backfill in [(FCFS, "none"), (FCFS, "easy"), (SJF, "easy"), (WFP3, "easy"),
                                  (FCFS, "conservative"), (FCFS, "rlscheduler")]:
             rate = cpu_rate(df, nodes, policy, backfill, args.repeat)
-            print(f"{name:12} {len(df):8d} {policy.name:7} {backfill:12} {rate:12,.0f}")
+            cells = ""
+            for predictor in args.predictors:
+                other = cpu_rate(df, nodes, policy, backfill, args.repeat, predictor)
+                cells += f" {other:20,.0f} {rate / other:5.2f}"
+            print(f"{name:12} {len(df):8d} {policy.name:7} {backfill:12} {rate:12,.0f}{cells}", flush=True)
     if args.skip_big:
         return
     trinity = machines.get("trinity")

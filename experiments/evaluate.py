@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from baselines import priorities
-from baselines.grid import simulate_grid
+from baselines import references
 from experiments import runs
 from experiments.arguments import TRACE_FLAGS, seed_arg
 from experiments.runs import REFERENCE, Agent, RunFolder
@@ -35,11 +34,18 @@ CONFIDENCE = 0.95
 
 
 def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequence[int], length: int,
-                   backfills: Sequence[str] = HEURISTIC_BACKFILLS) -> list[pd.DataFrame]:
-    """Per-job records of every heuristic x backfill mode on every window (window by window)."""
+                   backfills: Sequence[str] = HEURISTIC_BACKFILLS,
+                   notes: dict[str, str] | None = None) -> list[pd.DataFrame]:
+    """Per-job records of every reference row x backfill mode on every window (window by window).
+
+    The rows are :func:`baselines.references.reference_cells`' (the heuristics, ``tuned`` where the trace has a fit,
+    the clairvoyant row); ``notes`` receives what the special rows stand for.
+    """
     windows = [traces.window(test, length, start=start) for start in starts]
-    cells = simulate_grid(windows, machine, list(priorities.POLICIES), backfills)
-    return [c.records[w].assign(scheduler=c.label, kind="heuristic", window=w, backfill=c.backfill)
+    cells, found = references.reference_cells(windows, machine, str(test.attrs.get("name", "")), backfills)
+    if notes is not None:
+        notes.update(found)
+    return [c.records[w].assign(scheduler=c.label, kind=references.kind(c.policy), window=w, backfill=c.backfill)
             for w in range(len(windows)) for c in cells]
 
 
@@ -77,7 +83,9 @@ def summary(per_window: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFram
                      "bsld": mean, "ci_low": lo,
                      "ci_high": hi, "wait": group["wait"].mean(), "utilization": group["utilization"].mean(),
                      f"win_rate_vs_{reference}": float((mine < ref.loc[mine.index]).mean())})
-    return pd.DataFrame(rows).sort_values("bsld").reset_index(drop=True)
+    table = pd.DataFrame(rows)
+    table.insert(6, "headroom", references.headroom(table))
+    return table.sort_values("bsld").reset_index(drop=True)
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -89,7 +97,8 @@ def describe(trace: str, windows: int, length: int, seed: int) -> str:
     """The line that says what a result table measured."""
     return (f"{trace}, test split (last 30%), {windows} windows x {length} jobs (window seed {seed}); mean bounded "
             f"slowdown (tau 10 s) over windows, {CONFIDENCE:.0%} bootstrap CI; agents play deterministically with "
-            "the backfilling they trained with (column 'backfill')")
+            "the backfilling they trained with (column 'backfill'); headroom: the share of the gap between the best "
+            "classic heuristic and the clairvoyant row (same backfilling) that a row takes (docs/definitions.md)")
 
 
 def identical_rows(per_window: pd.DataFrame) -> list[str]:
@@ -110,7 +119,8 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     table = summary(per_window)
     for name, df in ((runs.PER_WINDOW, per_window), (runs.PER_JOB, per_job), (runs.SUMMARY, table)):
         write_csv(df, out / name)
-    notes = identical_rows(per_window)
+    notes = [f"{label}: {text}" for label, text in per_window.attrs.get("notes", {}).items()]
+    notes += identical_rows(per_window)
     description = "\n".join([description, *(f"Note: {n}" for n in notes)]) if notes else description
     table.attrs["description"] = description
     (out / runs.SUMMARY_MD).write_text(format_summary(table, description) + "\n")
@@ -139,11 +149,14 @@ def evaluate_on_test(trace: str, agents: dict[str, Agent], windows: int = 20, le
     machine = machines.get(real.attrs["machine"])
     test = traces.split(real, "test")
     starts = traces.window_starts(len(test), length, windows, seed)
-    recs = run_heuristics(test, machine, starts, length)
+    notes: dict[str, str] = {}
+    recs = run_heuristics(test, machine, starts, length, notes=notes)
     for label, agent in tqdm(agents.items(), desc="agents", disable=not progress):
         recs += [r.assign(backfill=agent.backfill) for r in run_agent(agent, label, real, machine, starts, length)]
     per_job = pd.concat(recs, ignore_index=True)
-    return per_window_table(per_job, machine.nodes), per_job
+    per_window = per_window_table(per_job, machine.nodes)
+    per_window.attrs["notes"] = notes
+    return per_window, per_job
 
 
 def evaluate_run(run: RunFolder, trace: str, read: dict[str, Any], windows: int, length: int,

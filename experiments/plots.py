@@ -161,7 +161,7 @@ class Style:
 
 
 def _display_name(scheduler: str, kind: str, run: str) -> str:
-    if kind == "heuristic":
+    if kind in ("heuristic", "clairvoyant"):
         return scheduler.upper()
     if scheduler.startswith(run):
         return ("agent" + scheduler[len(run):]).strip()
@@ -173,7 +173,8 @@ def styles(res: Results) -> dict[str, Style]:
     rows = res.per_window.groupby("scheduler", sort=False).agg(kind=("kind", "first"), backfill=("backfill", "first"),
                                                                 bsld=("bsld", "mean")).reset_index()
     out: dict[str, Style] = {}
-    agents = rows[rows["kind"] != "heuristic"].copy()
+    reference = rows["kind"].isin(["heuristic", "clairvoyant"])
+    agents = rows[~reference].copy()
     agents["order"] = agents["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
     for i, r in enumerate(agents.sort_values(["order", "bsld"]).itertuples()):
         out[r.scheduler] = Style(_display_name(r.scheduler, r.kind, res.run), AGENT_COLOURS[i % len(AGENT_COLOURS)],
@@ -181,7 +182,7 @@ def styles(res: Results) -> dict[str, Style]:
                                  r.backfill)
     others = iter(OTHER_COLOURS * 4)
     family_colour: dict[str, str] = {}
-    for r in rows[rows["kind"] == "heuristic"].itertuples():
+    for r in rows[reference].itertuples():
         family = r.scheduler.split("+")[0]
         colour = family_colour.setdefault(family, FAMILY_COLOURS.get(family) or next(others))
         ref = r.scheduler == REFERENCE

@@ -17,7 +17,7 @@ from gymnasium import spaces
 from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
 from hpcgym.rewards import OBJECTIVES
-from hpcgym.sim import PriorityPolicy, Simulator, heuristics
+from hpcgym.sim import PriorityPolicy, Simulator, heuristics, predict
 from hpcgym.sim.core import Backfill
 from hpcgym.sim.engine import FCFS_ORDER, Buffers
 from hpcgym.sim.policy import score
@@ -85,6 +85,21 @@ class SchedulingEnv(gym.Env):
     | 6 | time until enough nodes free up, by estimates | time of day |
     | 7 | arrival position / slots | 1 (row marker) |
 
+    With ``features="v1"`` (the ``-v1`` ids) each row has 12 columns, the 8 above and:
+
+    | col | job row | machine row |
+    |-----|---------|-------------|
+    | 8 | estimate: the runtime prediction (or the walltime) | time to the reservation's shadow time (0: none) |
+    | 9 | its user's recent accuracy: mean runtime / walltime (1: no history) | the reservation's extra nodes / nodes |
+    | 10 | its user's finished jobs the predictor reads / k | time until half the machine is free, by estimates |
+    | 11 | 1 if it fits now without delaying the reservation | nodes the next estimated end frees / nodes |
+
+    The *reservation* is the one EASY would give the oldest waiting job that does not fit now (its shadow time and
+    extra nodes, from the running jobs' current estimates): starting a job whose column 11 is 1 cannot delay that
+    job (EASY's rules (a) and (b)). Without backfilling, or when every waiting job fits, there is none and column 11
+    is "fits now". "Estimates" are the predictor's (``predictor``), raised
+    to the walltime when a job outlives its prediction (:mod:`hpcgym.sim.predict`).
+
     ## Rewards
     0 at every step. At the end of the episode, a function of the window's mean ``objective``: ``bsld``
     (bounded slowdown, tau 10 s), ``wait`` or ``turnaround`` (seconds), or utilization for ``util``. With
@@ -119,6 +134,10 @@ class SchedulingEnv(gym.Env):
       order: FCFS; a policy or a name such as ``"wfp3"``), ``kill_at_walltime`` (True), ``invalid_action``
       (``"raise"`` or ``"wrap"``), ``compare_with`` (heuristics, e.g. ``("fcfs",)``, to report in the final info),
       ``render_mode``, ``reward`` (``"objective"`` or ``"log"``).
+    - ``predictor`` (None: the walltimes; ``"last2"`` for the ``-v1`` ids): the runtime predictor whose estimates
+      EASY's reservation, its backfill checks and the scan order use instead of the walltimes
+      (:mod:`hpcgym.sim.predict`). Kill times stay the walltimes.
+    - ``features`` (``"v0"``; ``"v1"`` for the ``-v1`` ids): the observation's columns (above).
     - ``time_scale`` (None): seconds that the log-scaled time features map to 1; None takes the workload's longest
       walltime (at least 60 s; for a sampled workload, that of :data:`SCALE_SAMPLE_JOBS` jobs sampled with seed 0).
       :attr:`time_scale` holds the value used. An agent must see the *same* scale wherever it plays: give the
@@ -131,7 +150,12 @@ class SchedulingEnv(gym.Env):
     ## Version history
     - v0: first release. Later changes that leave every valid action's episode unchanged: ``reward="log"``, the
       vector environment, ``invalid_action="wrap"`` as the default (it used to be ``"raise"``), and
-      ``time_scale`` (its default is the old behaviour).
+      ``time_scale`` (its default is the old behaviour). One fix changed what agents see: until 2026-11-25 the
+      machine row's time of day was right only for windows that start at the trace's first job (it added the
+      window's clock to the trace's start); agents trained before then saw noise in that column.
+    - v1: ``predictor="last2"`` and ``features="v1"``: EASY reserves and backfills on runtime predictions, and the
+      observation has the 4 more columns above. A prediction that expires is an event, so an agent may get a
+      decision at a time v0 would not give one.
 
     >>> import hpcgym
     >>> env = hpcgym.make("lublin256-v0")
@@ -146,7 +170,8 @@ class SchedulingEnv(gym.Env):
                  backfill: Backfill = "none", window: int = 256, slots: int = 128, split: str = "train",
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
                  train_fraction: float = 0.7, invalid_action: str = "wrap", compare_with: tuple | str = (),
-                 render_mode: str | None = None, reward: str = "objective", time_scale: float | None = None):
+                 render_mode: str | None = None, reward: str = "objective", time_scale: float | None = None,
+                 predictor: str | None = None, features: str = "v0"):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
         if reward not in rewards.REWARDS:
@@ -155,6 +180,10 @@ class SchedulingEnv(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         if invalid_action not in ("raise", "wrap"):
             raise ValueError(f"invalid_action must be 'raise' or 'wrap', not {invalid_action!r}")
+        if features not in observation.WIDTH:
+            raise ValueError(f"features must be one of {sorted(observation.WIDTH)}, not {features!r}")
+        self.features = features
+        self.predictor = predict.get(predictor)
         self.invalid_action = invalid_action
         window, slots = whole_number(window, "window"), whole_number(slots, "slots")
         if window < 2 or slots < 1:
@@ -168,9 +197,9 @@ class SchedulingEnv(gym.Env):
         if isinstance(compare_with, (str, PriorityPolicy)):  # one heuristic, not a sequence of letters
             compare_with = (compare_with,)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
-        self.sim = Simulator(self.machine.nodes, backfill, self.order, kill_at_walltime)
+        self.sim = Simulator(self.machine.nodes, backfill, self.order, kill_at_walltime, self.predictor)
         self.source = self._workload(workload, split, train_fraction)
-        self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.N_FEATURES),
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.WIDTH[features]),
                                             dtype=np.float32)
         self.action_space = spaces.Discrete(self.slots)
         self._obs = np.zeros(self.observation_space.shape, np.float32)
@@ -191,7 +220,7 @@ class SchedulingEnv(gym.Env):
         are ``buffers``, ``obs`` and ``mask`` (views into the vector environment's arrays).
         """
         other = copy.copy(self)
-        other.sim = Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime)
+        other.sim = Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime, self.predictor)
         other._buffers, other._obs, other._mask = buffers, obs, mask
         other._window, other.result, other._np_random = None, None, None
         return other
@@ -263,7 +292,7 @@ class SchedulingEnv(gym.Env):
             self._window = w = self.source.draw(rng, pinned)
             self._clock0 = w.clock0
             keys = self.source.keys(w, self.order)
-            pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers)
+            pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers, w.user)
             if pending or pinned is not None:
                 return pending
         raise RuntimeError(f"{MAX_REDRAWS} windows in a row needed no decision; use a longer window or a busier "
@@ -284,7 +313,7 @@ class SchedulingEnv(gym.Env):
         job = int(sim.queue[action])
         sim.check_choice(job)
         status = observation.step(*sim.arrays, self.order.code, sim.mode, job, self._obs, self._mask, self._clock0,
-                                  self._inv_wait, self._inv_time, self._inv_area)
+                                  self._inv_wait, self._inv_time, self._inv_area, self.features == "v1")
         sim.sync(status, sim.decisions + 1)
         obs = self._obs.copy()
         if not sim.done:
@@ -312,6 +341,8 @@ class SchedulingEnv(gym.Env):
     def _observe(self) -> np.ndarray:
         observation.build_state(self._obs, self._mask, *self.sim.arrays, self._clock0, self._inv_wait,
                                 self._inv_time, self._inv_area)
+        if self.features == "v1":
+            observation.build_v1(self._obs, self._mask, *self.sim.arrays, self.sim.mode, self._inv_time)
         return self._obs.copy()
 
     def _info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
@@ -406,12 +437,23 @@ def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, 
 
 
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
-    """The slot a priority heuristic picks: its best-scored visible job (ties: the earlier arrival)."""
+    """The slot a priority heuristic picks: its best-scored visible job (ties: the earlier arrival).
+
+    A heuristic on the walltimes reads the walltimes; one on predictions reads the environment's estimates, so its
+    predictor must be the environment's.
+    """
     base = env.unwrapped
     sim = base.sim
+    if policy.predictor == "walltime":
+        estimate = sim.limit
+    elif predict.get(policy.predictor) == sim.predictor:
+        estimate = sim.wall
+    else:
+        raise ValueError(f"{policy.name} reads the {policy.predictor} predictor's estimates; this environment's are "
+                         f"{sim.predictor.name!r} (pass predictor={policy.predictor!r})")
     q = sim.queue[:base.slots]
     keys = base.source.keys(base._window, policy)
-    scores = [score(policy.code, sim.now, sim.submit[j], sim.wall[j], sim.job_nodes[j],
+    scores = [score(policy.code, sim.now, sim.submit[j], estimate[j], sim.job_nodes[j],
                     0.0 if keys is None else keys[j]) for j in q]
     return int(np.argmin(scores))
 

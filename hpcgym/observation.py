@@ -3,6 +3,11 @@
 It is built in one compiled call (RLScheduler's environment spent about 95% of its step time here).
 Row ``k < slots`` describes the ``k``-th waiting job in arrival order; the last row describes the machine. Every
 feature lies in ``[0, 1]``; times are log-scaled against the workload's longest walltime.
+
+Two versions: ``v0`` has the 8 columns of :data:`JOB_FEATURES` and :data:`CLUSTER_FEATURES`; ``v1`` adds the 4 of
+:data:`JOB_FEATURES_V1` and :data:`CLUSTER_FEATURES_V1`, the information the history-based references use: each job's
+runtime prediction and its user's recent accuracy, the reservation EASY holds and what may start around it, and
+when the running jobs release their nodes (``docs/definitions.md`` defines each).
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import math
 import numba as nb
 
 from hpcgym.sim import core
-from hpcgym.sim.state import FREE, NEXT, NODES, QE, QS, RN, T
+from hpcgym.sim.backfill import NONE, shadow
+from hpcgym.sim.state import FREE, NEXT, NODES, PK, QE, QS, RN, T
 
 JOB_FEATURES = (
     "present",  # 1 for a job, 0 for padding
@@ -34,9 +40,25 @@ CLUSTER_FEATURES = (
     "time_of_day",  # seconds since midnight (trace clock) / 86400
     "marker",  # always 1: tells the cluster row from job rows
 )
+JOB_FEATURES_V1 = JOB_FEATURES + (
+    "predicted",  # log1p(the job's estimate: its runtime prediction, or the walltime) / log1p(time scale)
+    "user_accuracy",  # mean of runtime / walltime over its user's jobs the predictor reads (1 with none)
+    "user_history",  # how many of those jobs finished / the predictor's k (0 without a history predictor)
+    "backfill_ok",  # 1 if it fits now and starting it would not delay the reservation (EASY's rule (a) or (b))
+)
+CLUSTER_FEATURES_V1 = CLUSTER_FEATURES + (
+    "shadow",  # log1p(time to the reservation's shadow time) / log1p(time scale); 0 without one
+    # (the reservation: EASY's, for the oldest waiting job that does not fit now)
+    "extra_nodes",  # the reservation's extra nodes / machine nodes; 0 when none
+    "half_free",  # log1p(time until half the machine is free, by estimates) / log1p(time scale)
+    "next_release",  # nodes the next estimated end frees / machine nodes
+)
 N_FEATURES = len(JOB_FEATURES)
+N_FEATURES_V1 = len(JOB_FEATURES_V1)
+#: features per row, by observation version
+WIDTH = {"v0": N_FEATURES, "v1": N_FEATURES_V1}
 PRESENT = JOB_FEATURES.index("present")  #: the column that tells a job row from padding (agents read it)
-assert len(CLUSTER_FEATURES) == N_FEATURES
+assert len(CLUSTER_FEATURES) == N_FEATURES and len(CLUSTER_FEATURES_V1) == N_FEATURES_V1
 
 
 @nb.njit(cache=True)
@@ -90,22 +112,81 @@ def build(obs, mask, queue, now, free, total, submit, wall, nodes, running, ends
 @nb.njit(cache=True)
 def build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
     """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`; plain tuples work too)."""
-    submit, _, wall, nodes, _ = jobs
-    sc, begin, _, _, q, _, _, rs, _, _ = st
+    submit, nodes, limit = jobs[0], jobs[3], jobs[5]  # the walltime columns show the request, not a prediction
+    sc, begin, q, rs = st[0], st[1], st[4], st[7]
     n = len(begin)
     waiting = sc[QE] - sc[QS]
     live = rs[:sc[RN]]
-    build(obs, mask, q[sc[QS]:sc[QE]], sc[T], sc[FREE], sc[NODES], submit, wall, nodes, live % n, live // n,
+    build(obs, mask, q[sc[QS]:sc[QE]], sc[T], sc[FREE], sc[NODES], submit, limit, nodes, live % n, live // n,
           sc[NEXT] - waiting - sc[RN], clock0, inv_wait, inv_time, inv_area)
 
 
 @nb.njit(cache=True)
-def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover
+def _user_accuracy(j, hist, hcount, user, hold, limit, k):  # pragma: no cover - compiled
+    """(mean runtime / walltime of ``j``'s user's last ``k`` finished jobs, or 1; their count / k, or 0)."""
+    u = user[j]
+    if k == 0 or u < 0 or hcount[u] == 0:
+        return 1.0, 0.0
+    m = min(hcount[u], k)
+    total = 0.0
+    for i in range(m):
+        f = hist[u * k + i]
+        total += hold[f] / limit[f]
+    return total / m, m / k
+
+
+@nb.njit(cache=True)
+def build_v1(obs, mask, jobs, st, mode, inv_time):  # pragma: no cover - compiled
+    """Fill the ``v1`` columns (after :func:`build_state` filled the ``v0`` ones)."""
+    _, hold, wall, nodes, _, limit, user = jobs
+    sc, begin, _, _, q, _, _, rs, _, _, hist, hcount = st
+    slots = obs.shape[0] - 1
+    n = len(begin)
+    now, free, total = sc[T], sc[FREE], sc[NODES]
+    # The reservation: EASY's for the oldest waiting job that does not fit now (the job a guarded choice protects).
+    queue = q[sc[QS]:sc[QE]]
+    h = -1
+    if mode != NONE:
+        for j in queue:
+            if nodes[j] > free:
+                h = j
+                break
+    held = h >= 0
+    when, extra = (shadow(h, now, sc, rs, nodes, n) if held else (now, 0))
+    base = len(JOB_FEATURES)
+    for k in range(min(len(queue), slots)):
+        j = queue[k]
+        obs[k, base] = _log_norm(wall[j], inv_time)
+        obs[k, base + 1], obs[k, base + 2] = _user_accuracy(j, hist, hcount, user, hold, limit, sc[PK])
+        fits = nodes[j] <= free
+        if held:
+            fits = fits and j != h and (now + wall[j] <= when or nodes[j] <= extra)
+        obs[k, base + 3] = 1.0 if fits else 0.0
+    c = slots
+    if held:
+        obs[c, base] = _log_norm(when - now, inv_time)
+        obs[c, base + 1] = extra / total
+    avail = free
+    live = rs[:sc[RN]]
+    for m in range(len(live)):
+        if avail * 2 >= total:
+            break
+        avail += nodes[live[m] % n]
+        if avail * 2 >= total:
+            obs[c, base + 2] = _log_norm(live[m] // n - now, inv_time)
+    if len(live) > 0:
+        obs[c, base + 3] = nodes[live[0] % n] / total
+
+
+@nb.njit(cache=True)
+def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, inv_area, v1):  # pragma: no cover
     """Apply the choice ``chosen`` (:func:`hpcgym.sim.core.run`, step mode) and build the next observation.
 
     One compiled call per decision for the environments (each crossing from Python costs the arguments' typing).
-    Returns the engine's status (:data:`hpcgym.sim.core.DECIDE` or ``DONE``).
+    ``v1``: also fill the ``v1`` columns. Returns the engine's status (:data:`hpcgym.sim.core.DECIDE` or ``DONE``).
     """
     status = core.run(jobs, st, code, mode, chosen, True)
     build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area)
+    if v1:
+        build_v1(obs, mask, jobs, st, mode, inv_time)
     return status

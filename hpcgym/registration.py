@@ -1,4 +1,8 @@
-"""The registered environment ids (``hpcgym/<name>-v0``) and :func:`make`, a thin alias of ``gymnasium.make``."""
+"""The registered environment ids (``hpcgym/<name>-v0``, ``-v1``) and :func:`make`, a thin alias of ``gymnasium.make``.
+
+A ``-v1`` id is its ``-v0`` id with runtime predictions and the observation's history columns
+(``predictor="last2"``, ``features="v1"``; see :class:`hpcgym.env.SchedulingEnv`).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ ENVS: dict[str, tuple[str, str]] = {
     "lublin256-v0": ("lublin-256", "lublin-256"),
     "mira-v0": ("mira", "mira"),
 }
+#: What a ``-v1`` id adds to its ``-v0`` id's keyword arguments.
+V1_KWARGS = {"predictor": "last2", "features": "v1"}
+ENVS.update({name.replace("-v0", "-v1"): spec for name, spec in list(ENVS.items())})
 
 
 def register_all() -> None:
@@ -27,9 +34,10 @@ def register_all() -> None:
     for env_id, (machine, workload) in ENVS.items():
         full = f"{NAMESPACE}/{env_id}"
         if full not in gym.registry:
+            extra = V1_KWARGS if env_id.endswith("-v1") else {}
             gym.register(full, entry_point="hpcgym.env:SchedulingEnv",
                          vector_entry_point="hpcgym.vector:SchedulingVectorEnv",
-                         kwargs={"machine": machine, "workload": workload})
+                         kwargs={"machine": machine, "workload": workload, **extra})
 
 
 def _full_id(env_id: str) -> str:

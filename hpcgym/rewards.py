@@ -80,10 +80,13 @@ def reward(value: float, baseline: float | None, objective_name: str, kind: str)
 
 def heuristic_value(policy: PriorityPolicy, keys: np.ndarray | None, submit: np.ndarray, wall: np.ndarray,
                     nodes: np.ndarray, hold: np.ndarray, machine_nodes: int, backfill: str,
-                    objective_name: str) -> float:
-    """The objective of a heuristic's batch schedule of the same jobs."""
+                    objective_name: str, user: np.ndarray | None = None) -> float:
+    """The objective of a heuristic's batch schedule of the same jobs.
+
+    ``wall`` holds the walltimes, ``user`` the user ids its runtime predictor reads (if it has one).
+    """
     start, _ = run_batch(submit, hold, wall, nodes, np.zeros(len(submit)) if keys is None else keys,
-                         machine_nodes, policy, backfill)
+                         machine_nodes, policy, backfill, user)
     return objective(objective_name, submit, start, hold, nodes, machine_nodes)
 
 
@@ -94,12 +97,13 @@ def finish(sim: Any, job_id: np.ndarray, machine_nodes: int, objective_name: str
 
     ``keys(policy)`` gives a custom policy's static keys on this window (None for the compiled formulas).
     """
-    submit, start, hold, wall, nodes = sim.submit, sim.start, sim.hold, sim.wall, sim.job_nodes
+    submit, start, hold, wall, nodes = sim.submit, sim.start, sim.hold, sim.limit, sim.job_nodes
     value = objective(objective_name, submit, start, hold, nodes, machine_nodes)
 
     def of(policy: PriorityPolicy) -> float:
         k = keys(policy) if keys is not None else None
-        return heuristic_value(policy, k, submit, wall, nodes, hold, machine_nodes, backfill, objective_name)
+        return heuristic_value(policy, k, submit, wall, nodes, hold, machine_nodes, backfill, objective_name,
+                               sim.user_ids)
 
     base = None if baseline is None else of(baseline)
     records = metrics.record_columns(job_id, submit.copy(), start.copy(), hold.copy(), wall.copy(), nodes.copy())

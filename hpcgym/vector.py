@@ -38,7 +38,7 @@ from hpcgym.sim.state import QE, QS, T
 
 @nb.njit(cache=True)
 def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0, inv_wait, inv_time,
-              inv_area):  # pragma: no cover - compiled
+              inv_area, v1):  # pragma: no cover - compiled
     """Apply each copy's action (a valid slot), run it to its next decision, and build its observation.
 
     ``jobs`` and ``st`` are the batch's :class:`~hpcgym.sim.state.Jobs` and :class:`~hpcgym.sim.state.State` (2-D
@@ -49,13 +49,13 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
         if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
             continue
         n = lengths[i]
-        submit, hold, wall, nodes, key = jobs
-        sc, start, first, res, q, cand, heap, rs, pt, pu = st
-        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n])
-        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :n], rs[i, :n], pt[i],
-              pu[i])
+        submit, hold, wall, nodes, key, limit, user = jobs
+        sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount = st
+        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
+        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
+              pu[i], hist[i], hcount[i])
         status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0[i],
-                                     inv_wait, inv_time, inv_area)
+                                     inv_wait, inv_time, inv_area, v1)
 
 
 class SchedulingVectorEnv(gym.vector.VectorEnv):
@@ -79,7 +79,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.render_mode = None
-        self.buffers = Buffers.allocate(template.window, (self.num_envs,))
+        self.buffers = Buffers.allocate(template.window, (self.num_envs,), history=template.predictor.k)
         self._arrays = tuple(self.buffers.jobs), tuple(self.buffers.state)  # plain tuples: quicker to pass to numba
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
         self._mask = np.zeros((self.num_envs, template.slots), bool)
@@ -116,7 +116,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._decisions += self._status != core.DONE
         t = self.envs[0]
         _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, *self._arrays, self._obs,
-                  self._mask, self._clock0, t._inv_wait, t._inv_time, t._inv_area)
+                  self._mask, self._clock0, t._inv_wait, t._inv_time, t._inv_area, t.features == "v1")
         reward = np.zeros(self.num_envs)
         terminated = self._status == core.DONE
         self.final_infos = {}

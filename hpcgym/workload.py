@@ -21,7 +21,7 @@ from hpcgym import jobs as jobtable
 from hpcgym.errors import UnknownNameError
 from hpcgym.machines import Machine
 from hpcgym.sim import hold_times
-from hpcgym.sim.policy import KEY, PriorityPolicy
+from hpcgym.sim.policy import CUSTOM_CODES, PriorityPolicy
 from hpcgym.traces.split import window as job_window
 
 #: Draws of a seed for a sampled window come from ``[0, SEED_BOUND)``.
@@ -73,6 +73,7 @@ class Window:
     nodes: np.ndarray
     hold: np.ndarray
     job_id: np.ndarray
+    user: np.ndarray  #: user ids (-1: unknown), for history predictors
     start_row: int  #: first row in the split, or -1 for a sampled window
     source: pd.DataFrame = field(repr=False)  #: the table the window's rows come from
     #: the trace clock (Unix seconds) at the window's first submit: its time 0 is this instant, not the trace's start
@@ -128,13 +129,13 @@ class EpisodeSource:
 
     def _slice(self, s: int) -> Window:
         e = s + self.window
-        submit, wall, nodes, hold, job_id = (c[s:e] for c in self._cols)
-        return Window(submit - submit[0], wall, nodes, hold, job_id, start_row=s, source=self.table,
+        submit, wall, nodes, hold, job_id, user = (c[s:e] for c in self._cols)
+        return Window(submit - submit[0], wall, nodes, hold, job_id, user, start_row=s, source=self.table,
                       clock0=_unix_start(self.table) + int(submit[0]))
 
     def keys(self, window: Window, policy: PriorityPolicy) -> np.ndarray | None:
         """The custom static keys of ``policy`` on ``window`` (None for compiled formulas)."""
-        if policy.code != KEY:
+        if policy.code not in CUSTOM_CODES:
             return None
         jobs = window.table.reset_index(drop=True).assign(submit=window.submit)
         return policy.keys(jobs)
@@ -142,7 +143,8 @@ class EpisodeSource:
 
 def _columns(jobs: pd.DataFrame, kill_at_walltime: bool) -> tuple[np.ndarray, ...]:
     return (jobs["submit"].to_numpy(np.int64), jobs["walltime"].to_numpy(np.int64),
-            jobs["nodes"].to_numpy(np.int64), hold_times(jobs, kill_at_walltime), jobs["job_id"].to_numpy())
+            jobs["nodes"].to_numpy(np.int64), hold_times(jobs, kill_at_walltime), jobs["job_id"].to_numpy(),
+            jobs["user"].to_numpy(np.int64))
 
 
 def _unix_start(jobs: pd.DataFrame) -> int:

@@ -15,8 +15,11 @@ BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
 
 
 @st.composite
-def workloads(draw, max_jobs: int = 40, machine_nodes: int = 8):
-    """Small random job tables with bursts (equal submit times), overruns (run > walltime) and early ends."""
+def workloads(draw, max_jobs: int = 40, machine_nodes: int = 8, users: int = 0):
+    """Small random job tables with bursts (equal submit times), overruns (run > walltime) and early ends.
+
+    With ``users`` > 0 the jobs belong to users ``-1 .. users - 1`` (-1: unknown), for the history predictors.
+    """
     n = draw(st.integers(1, max_jobs))
     gaps = draw(st.lists(st.sampled_from([0, 0, 1, 3, 7, 20, 50]), min_size=n, max_size=n))
     submit = np.cumsum(gaps) - gaps[0]
@@ -24,9 +27,10 @@ def workloads(draw, max_jobs: int = 40, machine_nodes: int = 8):
     frac = np.asarray(draw(st.lists(st.sampled_from([0.2, 0.5, 1.0, 1.0, 1.5]), min_size=n, max_size=n)))
     run = np.maximum(1, np.round(wall * frac)).astype(np.int64)
     nodes = np.asarray(draw(st.lists(st.integers(1, machine_nodes), min_size=n, max_size=n)))
+    user = np.asarray(draw(st.lists(st.integers(-1, users - 1), min_size=n, max_size=n))) if users else 0
     df = pd.DataFrame({
         "job_id": np.arange(1, n + 1), "submit": submit, "run": run, "walltime": wall, "nodes": nodes,
-        "procs": nodes, "user": 0, "group": 0, "queue": -1, "status": "completed", "walltime_known": True,
+        "procs": nodes, "user": user, "group": 0, "queue": -1, "status": "completed", "walltime_known": True,
     })
     return jobs.finalize(df)
 

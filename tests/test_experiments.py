@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from baselines import priorities
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--trace", "lublin-256", "--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64",
         "--slots", "32", "--eval-windows", "2", "--eval-length", "128", "--val-windows", "2", "--val-length", "256",
@@ -42,7 +44,9 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert any((tmp_path / "cache").iterdir())  # the fitted synthesizer is cached
     assert list((run_dir / "tb").rglob("events.out.tfevents*"))
     summary = pd.read_csv(run_dir / "eval" / "summary.csv")
-    assert set(summary["kind"]) == {"agent", "untrained", "cloned", "heuristic"} and len(summary) == 3 + 7 * 2
+    # 3 networks; every heuristic, the tuned fit and the clairvoyant row, with and without backfilling.
+    assert set(summary["kind"]) == {"agent", "untrained", "cloned", "heuristic", "clairvoyant"}
+    assert len(summary) == 3 + (len(priorities.POLICIES) + 2) * 2
     assert "test split" in (run_dir / "eval" / "summary.md").read_text()  # the table says what it measured
     curve = pd.read_csv(run_dir / "learning_curve.csv")
     assert curve["timesteps"].iat[0] == 0 and len(curve) >= 3 and (run_dir / "learning_curve.png").exists()

@@ -33,6 +33,8 @@ def test_the_evaluation_lists_heuristics_window_by_window():
     recs = evaluate.run_heuristics(test, machines.get("lublin-256"), [0, 300, 700], 96)
     order = [(int(r["window"].iat[0]), r["scheduler"].iat[0]) for r in recs]
     names = list(priorities.POLICIES)
-    assert order == [(w, f"{p}+{b}") for w in range(3) for p in names for b in ("none", "easy")]
-    assert all((r["kind"] == "heuristic").all() and r["backfill"].iat[0] == r["scheduler"].iat[0].split("+")[1]
-               for r in recs)
+    # Every heuristic, then per backfill mode the tuned fit (lublin-256 ships one) and the clairvoyant row.
+    extra = [f"{p}+{b}" for b in ("none", "easy") for p in ("tuned", "clairvoyant")]
+    assert order == [(w, s) for w in range(3) for s in [f"{p}+{b}" for p in names for b in ("none", "easy")] + extra]
+    assert all((r["kind"] == ("clairvoyant" if r["scheduler"].iat[0].startswith("clairvoyant") else "heuristic")).all()
+               and r["backfill"].iat[0] == r["scheduler"].iat[0].split("+")[1] for r in recs)

@@ -18,6 +18,7 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
 - ``core.py``: the event loop (:func:`~hpcgym.sim.core.run`) with its two head choosers (compiled, or the
   caller's), and :func:`~hpcgym.sim.core.schedule` for whole streams.
 - ``policy.py``: the priority formulas and :class:`PriorityPolicy`; ``heuristics.py``: the named heuristics.
+- ``predict.py``: runtime predictors (a job's estimate from its user's finished jobs) and their correction.
 - ``table.py``: job tables in (validation, hold times); ``engine.py``: :class:`Simulator`, the Python face of
   step mode.
 - ``reference.py``: the same semantics as SimPy processes: slow, literal, the tests' oracle.
@@ -34,46 +35,56 @@ import pandas as pd
 
 from hpcgym import metrics
 from hpcgym.machines import Machine, get
-from hpcgym.sim import heuristics
+from hpcgym.sim import heuristics, predict
 from hpcgym.sim.core import BACKFILL_MODES, Backfill, schedule
-from hpcgym.sim.engine import Simulator
-from hpcgym.sim.policy import PriorityPolicy, static_keys
-from hpcgym.sim.state import Jobs
+from hpcgym.sim.engine import Simulator, engine_jobs
+from hpcgym.sim.policy import PriorityPolicy
+from hpcgym.sim.predict import PREDICTORS, Predictor
 from hpcgym.sim.table import check, hold_times
 
-__all__ = ["BACKFILL_MODES", "Backfill", "PriorityPolicy", "Simulator", "heuristics", "hold_times", "run_batch",
-           "simulate", "start_times"]
+__all__ = ["BACKFILL_MODES", "PREDICTORS", "Backfill", "Predictor", "PriorityPolicy", "Simulator", "heuristics",
+           "hold_times", "predict", "run_batch", "simulate", "start_times"]
 
 
 def run_batch(submit: np.ndarray, hold: np.ndarray, wall: np.ndarray, nodes: np.ndarray, keys: np.ndarray,
-              total: int, policy: PriorityPolicy, backfill: Backfill) -> tuple[np.ndarray, np.ndarray]:
-    """(start times, first reservations) of validated int64 columns on ``total`` nodes (no checks)."""
-    jobs = Jobs(submit, hold, wall, nodes, static_keys(policy.code, submit, wall, nodes, keys))
-    return schedule(jobs, total, policy.code, BACKFILL_MODES[backfill])
+              total: int, policy: PriorityPolicy, backfill: Backfill, user: np.ndarray | None = None,
+              predictor: str | Predictor | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(start times, first reservations) of validated int64 columns on ``total`` nodes (no checks).
+
+    ``predictor`` (default: the policy's) needs ``user`` (the jobs' user ids) if it reads history.
+    """
+    pred = predict.get(policy.predictor if predictor is None else predictor)
+    jobs, n_users = engine_jobs(submit, hold, wall, nodes, keys, user, policy.code, pred)
+    scan = -1 if policy.scan is None else policy.scan
+    return schedule(jobs, total, policy.code, BACKFILL_MODES[backfill], pred.code, pred.k, n_users, scan)
 
 
 def start_times(jobs: pd.DataFrame, nodes: int, policy: PriorityPolicy | str, backfill: Backfill = "none",
-                kill_at_walltime: bool = True, reservations: bool = False) -> np.ndarray | tuple[np.ndarray, ...]:
+                kill_at_walltime: bool = True, reservations: bool = False,
+                predictor: str | Predictor | None = None) -> np.ndarray | tuple[np.ndarray, ...]:
     """Start time of every job (aligned with the rows of ``jobs``) on a machine of ``nodes`` nodes.
 
     With ``reservations=True`` it also returns each job's first reservation (see
-    :func:`hpcgym.sim.core.schedule`), -1 where it had none.
+    :func:`hpcgym.sim.core.schedule`), -1 where it had none. ``predictor`` overrides the policy's runtime
+    predictor (:mod:`hpcgym.sim.predict`).
     """
     policy = heuristics.get(policy)
-    check(jobs, nodes, backfill, kill_at_walltime)
+    pred = predict.get(policy.predictor if predictor is None else predictor)
+    check(jobs, nodes, backfill, kill_at_walltime, pred)
     if len(jobs) == 0:
         empty = np.empty(0, np.int64)
         return (empty, empty) if reservations else empty
     start, first = run_batch(jobs["submit"].to_numpy(np.int64), hold_times(jobs, kill_at_walltime),
                              jobs["walltime"].to_numpy(np.int64), jobs["nodes"].to_numpy(np.int64),
-                             policy.keys(jobs), int(nodes), policy, backfill)
+                             policy.keys(jobs), int(nodes), policy, backfill, jobs["user"].to_numpy(np.int64),
+                             pred)
     if (start < 0).any():  # a broken invariant, never a user error
         raise RuntimeError(f"{int((start < 0).sum())} jobs never started; please report this as a bug")
     return (start, first) if reservations else start
 
 
 def simulate(jobs: pd.DataFrame, machine: str | Machine, policy: PriorityPolicy | str, backfill: Backfill = "none",
-             kill_at_walltime: bool = True) -> pd.DataFrame:
+             kill_at_walltime: bool = True, predictor: str | Predictor | None = None) -> pd.DataFrame:
     """Schedule ``jobs`` on ``machine``; return the per-job records (see :mod:`hpcgym.metrics`).
 
     Args:
@@ -82,8 +93,11 @@ def simulate(jobs: pd.DataFrame, machine: str | Machine, policy: PriorityPolicy 
         policy: the priority rule or its name, e.g. ``hpcgym.sim.heuristics.FCFS`` or ``"fcfs"``.
         backfill: ``"none"``, ``"easy"``, ``"conservative"`` or ``"rlscheduler"``.
         kill_at_walltime: end jobs at their walltime, as real schedulers do.
+        predictor: the runtime predictor whose estimates the scheduler uses instead of the walltimes (a name of
+            :data:`PREDICTORS` or a :class:`Predictor`); default: the policy's own (the walltime for the classic
+            heuristics).
     """
     nodes = get(machine).nodes
-    start = start_times(jobs, nodes, policy, backfill, kill_at_walltime)
+    start = start_times(jobs, nodes, policy, backfill, kill_at_walltime, predictor=predictor)
     return metrics.records(jobs, start, hold_times(jobs, kill_at_walltime))
 

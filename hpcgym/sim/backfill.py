@@ -16,8 +16,8 @@ import numpy as np
 
 from hpcgym.sim.events import start
 from hpcgym.sim.policy import FCFS
-from hpcgym.sim.queue import compact
-from hpcgym.sim.state import ARRIVED, EXTRA, FREE, LAST_HEAD, NEXT, RN, SHADOW
+from hpcgym.sim.queue import by_scan_order, compact
+from hpcgym.sim.state import ARRIVED, EXTRA, FREE, LAST_HEAD, NEXT, RN, SCAN, SHADOW
 
 NONE, EASY, CONSERVATIVE, RLSCHEDULER = range(4)
 #: A backfilling mode's name (the one spelling of them; :data:`BACKFILL_MODES` maps each to its engine code).
@@ -82,7 +82,8 @@ def block(h, nc, t, code, mode, sc, first, cand, begin, heap, rs, hold, wall, no
 
 
 @nb.njit(cache=True, inline="always")
-def arrivals(t, code, mode, sc, q, cand, begin, heap, rs, hold, wall, nodes, key):  # pragma: no cover - compiled
+def arrivals(t, code, mode, sc, q, cand, begin, heap, rs, submit, hold, wall, nodes,
+             key):  # pragma: no cover - compiled
     """The pass when nothing changed but arrivals (no release, same head, static order): scan only the new jobs."""
     i0, i1 = sc[ARRIVED], sc[NEXT]
     if mode == NONE or i1 == i0:
@@ -91,5 +92,7 @@ def arrivals(t, code, mode, sc, q, cand, begin, heap, rs, hold, wall, nodes, key
     cand[:nc] = np.arange(i0, i1)
     if mode == EASY and code != FCFS:  # in priority order; rlscheduler scans in FCFS order
         cand[:nc] = cand[:nc][np.argsort(key[i0:i1], kind="mergesort")]
+    if mode == EASY and sc[SCAN] >= 0:  # a scan order of its own
+        by_scan_order(cand, nc, sc[SCAN], submit, wall, nodes)
     if scan(nc, t, mode, sc, cand, begin, heap, rs, hold, wall, nodes):
         compact(sc, q, begin)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from hpcgym.sim.events import expire_later
 from hpcgym.sim.queue import compact, heap_push, ordered, sort_by_priority
-from hpcgym.sim.state import ARRIVED, ENDED, FREE, HN, NEXT, NODES, PM, QE, QS, borrowing
+from hpcgym.sim.state import ARRIVED, ENDED, EXPIRED, FREE, HN, NEXT, NODES, PM, QE, QS, WAKE, borrowing
 
 
 # ---- the profile ----------------------------------------------------------------------------------------------
@@ -96,11 +97,12 @@ def reserve(order, move, sc, res, pt, pu, wall, nodes):  # pragma: no cover - co
 
 
 @borrowing
-def _launch(j, t, sc, begin, heap, hold, nodes):  # pragma: no cover - compiled
+def _launch(j, t, sc, begin, heap, hold, wall, nodes):  # pragma: no cover - compiled
     """Start ``j`` at ``t``. Unlike :func:`hpcgym.sim.events.start`, no estimated end: the profile holds them."""
     begin[j] = t
     sc[FREE] -= nodes[j]
     sc[HN] = heap_push(heap, sc[HN], (t + hold[j]) * len(begin) + j)
+    expire_later(j, t, sc, heap, hold, wall, len(begin))
 
 
 # ---- the pass -----------------------------------------------------------------------------------------------
@@ -110,15 +112,23 @@ def _launch(j, t, sc, begin, heap, hold, nodes):  # pragma: no cover - compiled
 # loop calls the steps itself: a pass function inlined into it would pay a reference count per array per event.
 @borrowing
 def hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # pragma: no cover - compiled
-    """Forget the past, and hand back the rest of the intervals of the jobs that ended early; True if any did."""
+    """Forget the past, hand back the ends of early jobs' intervals, extend corrected ones'; True if any changed.
+
+    A change (an early end, or an estimate raised to the walltime) makes the pass compress.
+    """
     advance(sc, pt, pu, t)
-    early = False
+    changed = False
     for k in range(sc[ENDED]):  # the jobs that ended now (events.release wrote them to cand)
         j = cand[k]
         if t < begin[j] + wall[j]:  # before its estimate: hand back the rest of its interval
             use(sc, pt, pu, t, begin[j] + wall[j], -nodes[j])
-            early = True
-    return early
+            changed = True
+    n = len(begin)
+    for k in range(sc[EXPIRED]):  # the estimates corrected now (at the end of cand; wall is now the walltime)
+        j = cand[n - 1 - k]
+        use(sc, pt, pu, t, begin[j] + wall[j], nodes[j])
+        changed = True
+    return changed
 
 
 @nb.njit(cache=True)
@@ -151,13 +161,17 @@ def reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key):  
 
 
 @borrowing
-def start_due(t, sc, q, res, begin, heap, hold, nodes):  # pragma: no cover - compiled
-    """Start the jobs whose reservation is now."""
+def start_due(t, sc, q, res, begin, heap, hold, wall, nodes):  # pragma: no cover - compiled
+    """Start the jobs whose reservation is now, and note when the next reservation falls due (``WAKE``)."""
     started = False
+    wake = 0
     for k in range(sc[QS], sc[QE]):
         j = q[k]
         if res[j] == t:
-            _launch(j, t, sc, begin, heap, hold, nodes)
+            _launch(j, t, sc, begin, heap, hold, wall, nodes)
             started = True
+        elif wake == 0 or res[j] < wake:
+            wake = res[j]
+    sc[WAKE] = wake
     if started:
         compact(sc, q, begin)

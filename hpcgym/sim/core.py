@@ -21,10 +21,28 @@ import numba as nb
 
 from hpcgym.sim import backfill, conservative
 from hpcgym.sim.backfill import BACKFILL_MODES, CONSERVATIVE, EASY, NONE, RLSCHEDULER, STEP_MODES, Backfill
-from hpcgym.sim.events import next_event, start
+from hpcgym.sim.events import next_event, predict_arrivals, start
 from hpcgym.sim.policy import FCFS, UNICEP, WFP3
-from hpcgym.sim.queue import any_fits, compact, ordered
-from hpcgym.sim.state import APPEND, ARRIVED, BLOCKED, ENDED, FREE, NEW_HEAD, NEXT, OPEN, QE, QS, RN, T, fresh
+from hpcgym.sim.predict import WALLTIME
+from hpcgym.sim.queue import any_fits, by_scan_order, compact, ordered
+from hpcgym.sim.state import (
+    APPEND,
+    ARRIVED,
+    BLOCKED,
+    ENDED,
+    EXPIRED,
+    FREE,
+    NEW_HEAD,
+    NEXT,
+    OPEN,
+    PRED,
+    QE,
+    QS,
+    RN,
+    SCAN,
+    T,
+    fresh,
+)
 
 __all__ = ["BACKFILL_MODES", "Backfill", "CONSERVATIVE", "DECIDE", "DONE", "EASY", "NONE", "RLSCHEDULER",
            "STEP_MODES", "run", "schedule"]
@@ -45,6 +63,8 @@ def choose_heads(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hol
     if k < len(order) and mode != NONE:
         nc = len(order) - k - 1
         cand[:nc] = order[k + 1:]
+        if sc[SCAN] >= 0 and mode == EASY:  # a scan order of its own (e.g. shortest-job-backfilled-first)
+            by_scan_order(cand, nc, sc[SCAN], submit, wall, nodes)
         backfill.block(order[k], nc, t, code, mode, sc, first, cand, begin, heap, rs, hold, wall, nodes)
         compact(sc, q, begin)
     elif sc[APPEND]:
@@ -59,12 +79,13 @@ def batch_pass(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold,
     """The open pass of batch mode."""
     if sc[QE] == sc[QS]:
         return
-    # Only the arrivals can start when nothing was freed, the head is the same, the order is static, and no running
-    # job is past its estimate (whose "ends now" would move the shadow time with t): skip the full pass then.
+    # Only the arrivals can start when nothing was freed, the head is the same, the order is static, no estimate was
+    # corrected, and no running job is past its estimate (whose "ends now" would move the shadow time with t): skip
+    # the full pass then.
     dynamic = code == WFP3 or code == UNICEP
     overdue = sc[RN] > 0 and rs[0] // len(begin) < t
-    if sc[BLOCKED] and not (sc[ENDED] or sc[NEW_HEAD] or dynamic or overdue):
-        backfill.arrivals(t, code, mode, sc, q, cand, begin, heap, rs, hold, wall, nodes, key)
+    if sc[BLOCKED] and not (sc[ENDED] or sc[EXPIRED] or sc[NEW_HEAD] or dynamic or overdue):
+        backfill.arrivals(t, code, mode, sc, q, cand, begin, heap, rs, submit, hold, wall, nodes, key)
     else:
         choose_heads(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
 
@@ -86,17 +107,22 @@ def apply_choice(h, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, 
     compact(sc, q, begin)
 
 
+#: What :func:`_step_choice` returns when the caller must choose.
+ASK = -2
+
+
 @nb.njit(cache=True, inline="always")
-def _needs_decision(mode, sc, q, nodes):  # pragma: no cover - compiled
-    """Step mode: 0 (close the pass), 1 (one job waits: it is the head) or 2 (ask the caller).
+def _step_choice(mode, sc, q, nodes):  # pragma: no cover - compiled
+    """Step mode: :data:`ASK` the caller, or the one waiting job (the head), or -1 after closing the pass.
 
     A pass needs a decision only when at least two jobs wait and one of them fits now (under ``rlscheduler``,
     whose remembered shadow time depends on the head, whenever two wait): otherwise no choice changes what starts.
     """
     waiting = sc[QE] - sc[QS]
     if waiting == 0 or (mode != RLSCHEDULER and not any_fits(sc, q, nodes)):
-        return 0
-    return 1 if waiting == 1 else 2
+        sc[OPEN] = 0
+        return -1
+    return q[sc[QS]] if waiting == 1 else ASK
 
 
 @nb.njit(cache=True, inline="always")
@@ -108,8 +134,8 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
     Returns :data:`DECIDE` (only when ``external``) or :data:`DONE`.
     """
     # The named tuples are unpacked once, here: the helpers take arrays (see hpcgym.sim.queue).
-    submit, hold, wall, nodes, key = jobs
-    sc, begin, first, res, q, cand, heap, rs, pt, pu = st
+    submit, hold, wall, nodes, key, limit, user = jobs
+    sc, begin, first, res, q, cand, heap, rs, pt, pu, hist, hcount = st
     while True:
         t = sc[T]
         if chosen >= 0:
@@ -117,39 +143,41 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
             chosen = -1
         if sc[OPEN]:
             if mode == CONSERVATIVE:  # the steps of its pass (see hpcgym.sim.conservative)
-                if conservative.hand_back(t, sc, pt, pu, cand, begin, wall, nodes):
+                if conservative.hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # an early end or a correction
                     conservative.compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)
                 if sc[NEXT] > sc[ARRIVED]:
                     if code == FCFS:
                         conservative.reserve_arrivals(sc, first, res, pt, pu, wall, nodes)
                     else:
                         conservative.reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key)
-                conservative.start_due(t, sc, q, res, begin, heap, hold, nodes)
+                conservative.start_due(t, sc, q, res, begin, heap, hold, wall, nodes)
                 sc[OPEN] = 0
             elif not external:
                 batch_pass(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
                 sc[OPEN] = 0
             else:
-                need = _needs_decision(mode, sc, q, nodes)
-                if need == 2:
+                chosen = _step_choice(mode, sc, q, nodes)
+                if chosen == ASK:
                     return DECIDE
-                if need == 1:
-                    chosen = q[sc[QS]]
-                    continue
-                sc[OPEN] = 0
-        if not next_event(sc, q, heap, rs, begin, cand, submit, wall, nodes, key):
+                continue  # apply the one waiting job, or (the pass closed) go on to the next event
+        if not next_event(sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit):
             return DONE
+        if sc[PRED] != WALLTIME:  # the history and the arrivals, with their predictions (hpcgym.sim.events)
+            predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, user, hist, hcount)
 
 
 @nb.njit(cache=True)
-def schedule(jobs, total, code, mode):  # pragma: no cover - compiled
+def schedule(jobs, total, code, mode, predictor, k, users, scan):  # pragma: no cover - compiled
     """Schedule a whole job stream on ``total`` nodes; return (start times, first reservations).
 
-    ``jobs.key`` holds the policy's static keys (:func:`hpcgym.sim.policy.static_keys`). The first reservation of
-    a job is, under EASY and rlscheduler, the shadow time it got the first time it was the blocked head; under
-    conservative, the reservation it got on arrival; else -1. Tests check that a job never starts later than it
-    (for FCFS under EASY, where the head changes only when it starts).
+    ``jobs.key`` holds the policy's static keys (:func:`hpcgym.sim.policy.static_keys`), or its custom keys when a
+    runtime predictor (code ``predictor``, history ``k`` over ``users`` users; :mod:`hpcgym.sim.predict`) keys each
+    job at its arrival; ``scan`` is the code of EASY's backfill scan order, or -1 for the queue's. The first
+    reservation of a job is, under EASY and rlscheduler, the shadow time it got the first time it was the blocked
+    head; under conservative, the reservation it got on arrival; else -1. Tests check that a job never starts later
+    than it (for FCFS under EASY with the walltimes, where the head changes only when it starts).
     """
-    st = fresh(len(jobs.submit), total, code == WFP3 or code == UNICEP, mode == CONSERVATIVE)
+    st = fresh(len(jobs.submit), total, code == WFP3 or code == UNICEP, mode == CONSERVATIVE, predictor, k, users,
+               scan)
     run(jobs, st, code, mode, -1, False)
     return st.start, st.first

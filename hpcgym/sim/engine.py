@@ -23,12 +23,32 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import metrics
-from hpcgym.sim import core
+from hpcgym.sim import core, predict
 from hpcgym.sim.core import Backfill
 from hpcgym.sim.heuristics import FCFS as FCFS_ORDER
 from hpcgym.sim.policy import PriorityPolicy, static_keys
+from hpcgym.sim.predict import Predictor
 from hpcgym.sim.state import Jobs, State, allocate, prefix, reset, row
 from hpcgym.sim.table import check, hold_times
+
+
+def engine_jobs(submit: np.ndarray, hold: np.ndarray, walltime: np.ndarray, nodes: np.ndarray, keys: np.ndarray,
+                user: np.ndarray | None, code: int, predictor: Predictor) -> tuple[Jobs, int]:
+    """The engine's :class:`~hpcgym.sim.state.Jobs` of validated int64 columns, and how many users they have.
+
+    Without a predictor the keys are the policy's static keys; with one, each job's key is computed at its
+    arrival from its estimate, so the custom keys go in as they are. ``wall`` is a copy: a predictor writes to it.
+    """
+    if predictor.history and user is not None:
+        users, n_users = predict.user_index(user)
+    else:
+        users, n_users = np.full(len(submit), -1, np.int64), 0
+    walltime = np.asarray(walltime, np.int64)
+    if predictor.code == predict.WALLTIME:
+        key = static_keys(code, submit, walltime, nodes, keys)
+    else:
+        key = np.array(keys, np.float64)
+    return Jobs(submit, hold, walltime.copy(), nodes, key, walltime, users), n_users
 
 
 @dataclass
@@ -44,9 +64,12 @@ class Buffers:
     state: State
 
     @classmethod
-    def allocate(cls, capacity: int, copies: tuple[int, ...] = ()) -> Buffers:
-        """Fresh arrays for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N copies)."""
-        return cls(*allocate(capacity, copies))
+    def allocate(cls, capacity: int, copies: tuple[int, ...] = (), history: int = 0) -> Buffers:
+        """Fresh arrays for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N copies).
+
+        ``history``: the entries per user a history predictor keeps (0: none).
+        """
+        return cls(*allocate(capacity, copies, history=history))
 
     def row(self, i: int) -> Buffers:
         """Copy ``i`` of a batch (views, not copies)."""
@@ -65,10 +88,12 @@ class Simulator:
         backfill: ``"none"``, ``"easy"`` or ``"rlscheduler"`` (conservative has no head to choose).
         order: the priority order of the backfill scan (FCFS by default).
         kill_at_walltime: end jobs at their walltime.
+        predictor: the runtime predictor whose estimates replace the walltimes in reservations, backfill checks
+            and the scan order (:mod:`hpcgym.sim.predict`; default: the walltimes).
     """
 
     def __init__(self, nodes: int, backfill: Backfill = "none", order: PriorityPolicy = FCFS_ORDER,
-                 kill_at_walltime: bool = True):
+                 kill_at_walltime: bool = True, predictor: str | Predictor | None = None):
         if backfill not in core.STEP_MODES:
             raise ValueError(f"step mode supports backfill {core.STEP_MODES}, not {backfill!r} "
                              "(conservative reserves every job on arrival, so there is no head to choose)")
@@ -77,37 +102,47 @@ class Simulator:
         self.backfill = backfill
         self.order = order
         self.kill_at_walltime = kill_at_walltime
+        self.predictor = predict.get(predictor)
         self._status = core.DONE
 
     def reset(self, jobs: pd.DataFrame) -> bool:
         """Load a job table (sorted, valid) and run to the first decision; return whether one is pending."""
-        check(jobs, self.nodes, self.backfill, self.kill_at_walltime)
+        check(jobs, self.nodes, self.backfill, self.kill_at_walltime, self.predictor)
         pending = self.load(jobs["submit"].to_numpy(np.int64), jobs["walltime"].to_numpy(np.int64),
                             jobs["nodes"].to_numpy(np.int64), hold_times(jobs, self.kill_at_walltime),
-                            self.order.keys(jobs))
+                            self.order.keys(jobs), user=jobs["user"].to_numpy(np.int64))
         self.jobs = jobs
         return pending
 
     def load(self, submit: np.ndarray, walltime: np.ndarray, nodes: np.ndarray, hold: np.ndarray,
-             keys: np.ndarray | None = None, buffers: Buffers | None = None) -> bool:
+             keys: np.ndarray | None = None, buffers: Buffers | None = None, user: np.ndarray | None = None) -> bool:
         """Fast reset from validated int64 arrays (no checks; :meth:`reset` checks a job table first).
 
-        ``buffers`` (at least ``len(submit)`` long) receives the state instead of fresh arrays.
+        ``buffers`` (at least ``len(submit)`` long) receives the state instead of fresh arrays; ``user`` holds the
+        jobs' user ids (a history predictor reads them; -1 or ``None``: unknown).
         """
         n = len(submit)
+        pred = self.predictor
         if buffers is None:
-            buffers = Buffers.allocate(n)
+            buffers = Buffers.allocate(n, history=pred.k)
         elif len(buffers.jobs.submit) < n:
             raise ValueError(f"buffers hold {len(buffers.jobs.submit)} jobs, fewer than the {n} to load")
         b = self.buffers = buffers.prefix(n)
         self.jobs = None
         j, st = self._jobs, self._state = b.jobs, b.state
+        if pred.history and len(st.hist) < n * pred.k:
+            raise ValueError(f"buffers keep no history for the predictor {pred.name!r}: allocate them with "
+                             f"history={pred.k}")
         self.arrays = tuple(j), tuple(st)  # plain tuples: numba types them faster than named ones at each call
-        j.submit[:], j.wall[:], j.nodes[:], j.hold[:] = submit, walltime, nodes, hold
-        j.key[:] = static_keys(self.order.code, submit, walltime, nodes, np.zeros(n) if keys is None else keys)
-        reset(st, self.nodes, append=True)
+        loaded, _ = engine_jobs(submit, hold, walltime, nodes, np.zeros(n) if keys is None else keys, user,
+                                self.order.code, pred)
+        for dst, src in zip(j, loaded, strict=True):
+            dst[:] = src
+        reset(st, self.nodes, append=True, predictor=pred.code, k=pred.k)
         self.submit, self.wall, self.job_nodes, self.hold, self.key, self.start = (
             j.submit, j.wall, j.nodes, j.hold, j.key, st.start)
+        self.limit = j.limit
+        self.user_ids = np.full(n, -1, np.int64) if user is None else np.asarray(user, np.int64)  # for baselines
         self.decisions = 0
         return self._run(-1)
 
@@ -181,5 +216,5 @@ class Simulator:
         jobs = self.jobs
         if jobs is None:
             jobs = pd.DataFrame({"job_id": np.arange(1, len(self.start) + 1), "submit": self.submit,
-                                 "walltime": self.wall, "nodes": self.job_nodes})
+                                 "walltime": self.limit, "nodes": self.job_nodes})
         return metrics.records(jobs.loc[started], self.start[started], self.hold[started])

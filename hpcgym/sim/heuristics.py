@@ -4,6 +4,11 @@
 formulas are compiled into the engine (:func:`hpcgym.sim.policy.score`); this module names them. Other packages add
 their own with :func:`register` (:mod:`baselines.priorities` re-exports this module for users).
 
+Three more read the log's history: their ``r`` is a runtime prediction from the user's last two finished jobs
+(:mod:`hpcgym.sim.predict`, after Tsafrir, Etsion and Feitelson, IEEE TPDS 18(6), 2007) instead of the walltime.
+``sjbf`` keeps the queue in FCFS order and scans EASY's backfill candidates shortest-predicted first: with EASY it is
+their EASY++. ``sjf-last2`` and ``saf-last2`` are SJF and SAF on the predictions.
+
 >>> get("SAF").description
 'r * n (smallest area first)'
 """
@@ -22,8 +27,19 @@ WFP3 = PriorityPolicy("wfp3", codes.WFP3, description="-(w / r)^3 * n")
 UNICEP = PriorityPolicy("unicep", codes.UNICEP, description="-w / (log2(n) * r), log2(1) taken as 1")
 F1 = PriorityPolicy("f1", codes.F1, description="log10(r) * n + 870 * log10(max(s, 1))")
 
+SJBF = PriorityPolicy("sjbf", codes.FCFS, description="s; backfill shortest predicted r first (EASY++)",
+                      predictor="last2", scan=codes.SJF)
+SJF_LAST2 = PriorityPolicy("sjf-last2", codes.SJF, description="r predicted: mean of the user's last 2 runtimes",
+                           predictor="last2")
+SAF_LAST2 = PriorityPolicy("saf-last2", codes.SAF, description="r * n, r predicted: the user's last 2 runtimes",
+                           predictor="last2")
+
+#: The single-feature heuristics on the users' walltimes.
+CLASSIC: tuple[PriorityPolicy, ...] = (FCFS, SJF, WFP3, UNICEP, F1, LJF, SAF)
+#: The heuristics on runtime predictions.
+PREDICTIVE: tuple[PriorityPolicy, ...] = (SJBF, SJF_LAST2, SAF_LAST2)
 #: name -> heuristic, in the order tables list them.
-POLICIES: dict[str, PriorityPolicy] = {p.name: p for p in (FCFS, SJF, WFP3, UNICEP, F1, LJF, SAF)}
+POLICIES: dict[str, PriorityPolicy] = {p.name: p for p in (*CLASSIC, *PREDICTIVE)}
 
 
 def register(policy: PriorityPolicy) -> PriorityPolicy:

@@ -3,7 +3,11 @@
 A policy gives each queued job a score; the lowest runs first, ties going to the earlier submit, then the lower
 job id. The built-in formulas are compiled into the engine and picked by code; any other *static* priority (one
 that does not change while a job waits) plugs in as :class:`PriorityPolicy` with a ``key`` function that maps a
-job table to one score per job. The named heuristics users pick from live in :mod:`hpcgym.sim.heuristics`.
+job table to one score per job. Two more codes add ``+ log(r)`` or ``- log(r)`` of the job's *estimate* to such a key,
+so that a custom score can weigh a runtime prediction that is only known when the job arrives
+(:mod:`hpcgym.sim.predict`; a positive weight ``a`` on ``log(r)`` is the key divided by ``a``, plus ``log(r)``).
+A policy can also carry a runtime predictor and a separate backfill scan order. The named heuristics users pick from
+live in :mod:`hpcgym.sim.heuristics`.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
-# Codes of the compiled formulas. w = now - submit, r = walltime, n = nodes, s = submit.
-FCFS, SJF, LJF, SAF, WFP3, UNICEP, F1, KEY = range(8)
+# Codes of the compiled formulas. w = now - submit, r = the estimate (the walltime unless a predictor is on),
+# n = nodes, s = submit.
+FCFS, SJF, LJF, SAF, WFP3, UNICEP, F1, KEY, KEY_PLUS_LOG_R, KEY_MINUS_LOG_R = range(10)
 DYNAMIC_CODES = (WFP3, UNICEP)
+CUSTOM_CODES = (KEY, KEY_PLUS_LOG_R, KEY_MINUS_LOG_R)
+#: The orders a backfill scan can follow on its own (formulas of the job alone, no custom key).
+SCAN_CODES = (FCFS, SJF, LJF, SAF, F1)
 
 
 @nb.njit(cache=True)
@@ -40,6 +48,10 @@ def score(code: int, now: int, submit: int, wall: int, nodes: int, key: float) -
         return -(now - submit) / (lg * wall)
     if code == F1:
         return math.log10(wall) * nodes + 870.0 * math.log10(max(submit, 1))
+    if code == KEY_PLUS_LOG_R:
+        return key + math.log(wall)
+    if code == KEY_MINUS_LOG_R:
+        return key - math.log(wall)
     return key
 
 
@@ -49,21 +61,30 @@ class PriorityPolicy:
 
     Attributes:
         name: short name (``"fcfs"``).
-        code: one of the compiled formula codes, or :data:`KEY` for a custom static key.
-        key: for ``code == KEY``: maps a job table to one float score per row (lower runs first).
+        code: one of the compiled formula codes, or :data:`KEY` for a custom static key (:data:`KEY_PLUS_LOG_R`,
+            :data:`KEY_MINUS_LOG_R`: the key plus or minus the log of the job's estimate).
+        key: for the custom codes: maps a job table to one float score per row (lower runs first).
         description: the formula, for docs and tables.
+        predictor: the runtime predictor whose estimates replace the walltimes (a name of
+            :data:`hpcgym.sim.predict.PREDICTORS`; ``"walltime"``: none).
+        scan: the order of EASY's backfill scan when it differs from the queue order (a code of
+            :data:`SCAN_CODES`, e.g. :data:`SJF` for shortest-job-backfilled-first); ``None``: the queue order.
     """
 
     name: str
     code: int
     key: Callable[[pd.DataFrame], np.ndarray] | None = field(default=None, compare=False)
     description: str = ""
+    predictor: str = "walltime"
+    scan: int | None = None
 
     def __post_init__(self) -> None:
-        if self.code == KEY and self.key is None:
+        if self.code in CUSTOM_CODES and self.key is None:
             raise ValueError(f"policy {self.name!r}: a custom policy (code KEY) needs a key function")
-        if not 0 <= self.code <= KEY:
+        if not 0 <= self.code <= KEY_MINUS_LOG_R:
             raise ValueError(f"policy {self.name!r}: unknown code {self.code}")
+        if self.scan is not None and self.scan not in SCAN_CODES:
+            raise ValueError(f"policy {self.name!r}: the backfill scan order must be one of the codes {SCAN_CODES}")
 
     @property
     def dynamic(self) -> bool:
@@ -72,7 +93,7 @@ class PriorityPolicy:
 
     def keys(self, jobs: pd.DataFrame) -> np.ndarray:
         """The custom static keys of ``jobs`` (zeros for the compiled formulas)."""
-        if self.code != KEY:
+        if self.code not in CUSTOM_CODES:
             return np.zeros(len(jobs))
         keys = np.asarray(self.key(jobs), dtype=np.float64)  # type: ignore[misc]
         if keys.shape != (len(jobs),) or not np.isfinite(keys).all():

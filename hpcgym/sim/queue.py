@@ -115,6 +115,16 @@ def sort_by_priority(cand, code, t, submit, wall, nodes, key):  # pragma: no cov
 
 
 @nb.njit(cache=True, inline="always")
+def by_scan_order(cand, nc, scan, submit, wall, nodes):  # pragma: no cover - compiled
+    """Sort ``cand[:nc]`` in place by the scan order ``scan`` (a static formula), stably: ties keep their order."""
+    scores = np.empty(nc)
+    for k in range(nc):
+        j = cand[k]
+        scores[k] = score(scan, 0, submit[j], wall[j], nodes[j], 0.0)
+    cand[:nc] = cand[:nc][np.argsort(scores, kind="mergesort")]
+
+
+@nb.njit(cache=True, inline="always")
 def ordered(sc, q, code, t, submit, wall, nodes, key):  # pragma: no cover - compiled
     """The queue in the policy's order at time ``t`` (a view when the queue is kept in it, else a sorted copy)."""
     cur = q[sc[QS]:sc[QE]]

@@ -26,6 +26,12 @@ Readings of the doc where its words allow more than one:
   time in priority order, the others keeping theirs; the jobs that arrived at ``t`` are placed afterwards.
 - rlscheduler keeps the shadow time while the blocked head (step 3) is the same job as at the previous pass that
   reached step 3, even if another job started as the head in between.
+
+Runtime predictors (``hpcgym.sim.predict`` documents them; this module implements them again, independently): a
+job's *estimate* is fixed when it arrives, from the runtimes of its user's jobs released before then (at the same
+timestamp: the releases come first); every rule that reads ``r`` or an estimated end reads the estimate. A job that
+outlives its estimate wakes the scheduler at ``start + estimate``; the pass there raises the estimate to the
+walltime before anything else, and under conservative backfilling compresses (a reservation may then move later).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from simpy.events import NORMAL, URGENT
 
 POLICIES = ("fcfs", "sjf", "ljf", "saf", "wfp3", "unicep", "f1")
 BACKFILLS = ("none", "easy", "conservative", "rlscheduler")
+PREDICTORS = ("walltime", "last2", "median5", "exact")
 
 _RELEASE = URGENT
 _ARRIVAL = NORMAL
@@ -94,8 +101,34 @@ class _Job:
     run: int
     walltime: int
     nodes: int
+    user: int = -1
     start: int = -1
+    end: int = -1
     reservation: int | None = None
+    estimate: int = 0  # what the scheduler believes the runtime is (set on arrival)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def predict_runtime(predictor: str, job: _Job, hold: int, past: list[tuple[int, int, int]]) -> int:
+    """The estimate of ``job`` on arrival, from ``past``: its user's finished jobs as ``(end, row, hold)``.
+
+    Written from the definitions in ``hpcgym/sim/predict.py``'s docstring, not from its code.
+    """
+    if predictor == "exact":
+        return hold
+    if predictor == "walltime" or job.user < 0 or not past:
+        return job.walltime
+    if predictor == "last2":
+        recent = [h for _, _, h in sorted(past)[-2:]]
+        guess = _ceil_div(sum(recent), len(recent))
+    else:  # median5
+        recent = sorted(h for _, _, h in sorted(past)[-5:])
+        m = len(recent)
+        guess = recent[m // 2] if m % 2 else _ceil_div(recent[m // 2 - 1] + recent[m // 2], 2)
+    return max(1, min(job.walltime, guess))
 
 
 class _LateEvent(simpy.events.Event):
@@ -114,7 +147,12 @@ class _LateEvent(simpy.events.Event):
 class _ReferenceSim:
     """The state of one reference simulation and its SimPy processes."""
 
-    def __init__(self, jobs: list[_Job], nodes: int, policy: str, backfill: str, kill_at_walltime: bool):
+    def __init__(self, jobs: list[_Job], nodes: int, policy: str, backfill: str, kill_at_walltime: bool,
+                 predictor: str = "walltime", scan: str | None = None):
+        self.predictor = predictor
+        self.scan = scan
+        self.finished: dict[int, list[tuple[int, int, int]]] = {}  # user -> (end, row, hold) of finished jobs
+        self.corrected_at = -1  # the last time an estimate was raised to the walltime
         self.env = simpy.Environment()
         self.jobs = jobs
         self.nodes = nodes
@@ -140,17 +178,25 @@ class _ReferenceSim:
             raise RuntimeError("reference model: some jobs never started or never ended")
         return starts
 
+    def _hold_time(self, job: _Job) -> int:
+        return min(job.run, job.walltime) if self.kill else job.run
+
     def _arrive(self, job: _Job) -> Generator[simpy.events.Event, None, None]:
         yield _LateEvent(self.env, job.submit, _ARRIVAL)
+        job.estimate = predict_runtime(self.predictor, job, self._hold_time(job), self.finished.get(job.user, []))
         self.queue.append(job)
         self._request_pass()
 
     def _hold(self, job: _Job) -> Generator[simpy.events.Event, None, None]:
-        hold = min(job.run, job.walltime) if self.kill else job.run
+        hold = self._hold_time(job)
+        if self.predictor != "walltime" and hold > job.estimate:  # it will outlive its estimate: look then
+            self.env.process(self._wake(job.estimate))
         yield _LateEvent(self.env, hold, _RELEASE)
         self.running.remove(job)
         self.free += job.nodes
-        if self.env.now < job.start + job.walltime:
+        job.end = self.env.now
+        self.finished.setdefault(job.user, []).append((job.end, job.row, hold))
+        if self.env.now < job.start + job.estimate:
             self.early_end_at = self.env.now
         self._request_pass()
 
@@ -165,12 +211,20 @@ class _ReferenceSim:
 
     def _pass(self) -> Generator[simpy.events.Event, None, None]:
         yield _LateEvent(self.env, 0, _PASS)
+        self._correct(self.env.now)
         if self.backfill == "conservative":
             self._conservative_pass(self.env.now)
         else:
             self._list_pass(self.env.now)
 
     # --- shared helpers --------------------------------------------------------------------------------------
+
+    def _correct(self, t: int) -> None:
+        """Raise to the walltime the estimate of every running job that has outlived it."""
+        for job in self.running:
+            if job.start + job.estimate <= t and job.estimate < job.walltime:
+                job.estimate = job.walltime
+                self.corrected_at = t
 
     def _start(self, job: _Job, t: int) -> None:
         if job.nodes > self.free:
@@ -183,14 +237,14 @@ class _ReferenceSim:
 
     def _priority_order(self, jobs: list[_Job], t: int) -> list[_Job]:
         def key(job: _Job) -> tuple[float, int, int, int]:
-            return priority_score(self.policy, t, job.submit, job.walltime, job.nodes), job.submit, job.job_id, job.row
+            return priority_score(self.policy, t, job.submit, job.estimate, job.nodes), job.submit, job.job_id, job.row
 
         return sorted(jobs, key=key)
 
     @staticmethod
     def _estimated_end(job: _Job, t: int) -> int:
-        """``start + walltime``, or ``t`` for a job that runs past its estimate."""
-        return max(job.start + job.walltime, t)
+        """``start + estimate``, or ``t`` for a job that runs past its estimate."""
+        return max(job.start + job.estimate, t)
 
     def _shadow(self, head: _Job, t: int) -> tuple[int, int]:
         """The shadow time ``S`` and extra nodes ``X`` of a blocked head (EASY's walk).
@@ -222,10 +276,13 @@ class _ReferenceSim:
 
     def _easy(self, queue: list[_Job], t: int) -> None:
         shadow, extra = self._shadow(queue[0], t)
-        for job in queue[1:]:
+        candidates = queue[1:]
+        if self.scan is not None:  # a scan order of its own; ties keep the queue's order (sorted is stable)
+            candidates = sorted(candidates, key=lambda j: priority_score(self.scan, t, j.submit, j.estimate, j.nodes))
+        for job in candidates:
             if job.nodes > self.free:
                 continue
-            if t + job.walltime <= shadow:
+            if t + job.estimate <= shadow:
                 self._start(job, t)
             elif job.nodes <= extra:
                 extra -= job.nodes
@@ -237,7 +294,7 @@ class _ReferenceSim:
             self.rls_shadow = (head, self._shadow(head, t)[0])
         shadow = self.rls_shadow[1]
         for job in sorted(queue[1:], key=lambda j: (j.submit, j.job_id, j.row)):
-            if job.nodes <= self.free and t + job.walltime < shadow:
+            if job.nodes <= self.free and t + job.estimate < shadow:
                 self._start(job, t)
 
     # --- conservative ----------------------------------------------------------------------------------------
@@ -245,11 +302,11 @@ class _ReferenceSim:
     def _conservative_pass(self, t: int) -> None:
         if any(job.reservation is not None and job.reservation < t for job in self.queue):
             raise RuntimeError("reference model: a reservation passed without a scheduling pass")
-        if self.early_end_at == t:
+        if self.early_end_at == t or self.corrected_at == t:
             for job in self._compression_order(t):
                 old, job.reservation = job.reservation, None
                 job.reservation = self._earliest_slot(job, t)
-                if job.reservation > old:
+                if job.reservation > old and self.corrected_at != t:
                     raise RuntimeError("reference model: compression moved a reservation later")
                 self._wake_at(job.reservation, t)
         for job in self._priority_order([j for j in self.queue if j.reservation is None], t):
@@ -270,14 +327,14 @@ class _ReferenceSim:
     def _profile(self, t: int) -> list[tuple[int, int, int]]:
         """Intervals ``(begin, end, nodes)`` of predicted use from ``t`` on: running jobs, then reservations."""
         busy = [(t, self._estimated_end(job, t), job.nodes) for job in self.running]
-        busy += [(j.reservation, j.reservation + j.walltime, j.nodes) for j in self.queue if j.reservation is not None]
+        busy += [(j.reservation, j.reservation + j.estimate, j.nodes) for j in self.queue if j.reservation is not None]
         return busy
 
     def _free_at(self, busy: list[tuple[int, int, int]], p: int) -> int:
         return self.nodes - sum(n for begin, end, n in busy if begin <= p < end)
 
     def _fits_at(self, busy: list[tuple[int, int, int]], u: int, job: _Job) -> bool:
-        end = u + job.walltime
+        end = u + job.estimate
         points = [u] + [x for begin, stop, _ in busy for x in (begin, stop) if u < x < end]
         return all(self._free_at(busy, p) >= job.nodes for p in points)
 
@@ -288,9 +345,16 @@ class _ReferenceSim:
         return next(u for u in candidates if self._fits_at(busy, u, job))
 
 
-def _check(jobs: pd.DataFrame, nodes: int, policy: str, backfill: str, kill_at_walltime: bool) -> None:
+def _check(jobs: pd.DataFrame, nodes: int, policy: str, backfill: str, kill_at_walltime: bool, predictor: str,
+           scan: str | None) -> None:
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    if scan not in (None, *POLICIES):
+        raise ValueError(f"scan must be None or one of {', '.join(POLICIES)}; got {scan!r}")
+    if predictor not in PREDICTORS:
+        raise ValueError(f"predictor must be one of {', '.join(PREDICTORS)}; got {predictor!r}")
+    if predictor != "walltime" and not kill_at_walltime:
+        raise ValueError("a runtime predictor needs kill_at_walltime=True")
     if backfill not in BACKFILLS:
         raise ValueError(f"backfill must be one of {', '.join(BACKFILLS)}; got {backfill!r}")
     if backfill == "conservative" and not kill_at_walltime:
@@ -304,7 +368,8 @@ def _check(jobs: pd.DataFrame, nodes: int, policy: str, backfill: str, kill_at_w
 
 
 def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", backfill: str = "none",
-                       kill_at_walltime: bool = True) -> np.ndarray:
+                       kill_at_walltime: bool = True, predictor: str = "walltime",
+                       scan: str | None = None) -> np.ndarray:
     """Start time (int64) of every job, aligned with the rows of `jobs`.
 
     Args:
@@ -314,6 +379,8 @@ def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", bac
         policy: the priority policy, one of :data:`POLICIES`.
         backfill: the backfill mode, one of :data:`BACKFILLS`.
         kill_at_walltime: end each job at ``start + min(run, walltime)`` instead of ``start + run``.
+        predictor: the runtime predictor, one of :data:`PREDICTORS` (it reads the column ``user``).
+        scan: under EASY, the order of the backfill scan when it is not the queue's (a policy name).
 
     Returns:
         An int64 array with the start time of every row of ``jobs``.
@@ -322,7 +389,10 @@ def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", bac
         ValueError: on an unknown policy or backfill mode, conservative without ``kill_at_walltime``, a job
             wider than the machine, or a job with a non-positive run, walltime or node count.
     """
-    _check(jobs, nodes, policy, backfill, kill_at_walltime)
-    cols = [jobs[c].to_numpy(np.int64).tolist() for c in ("job_id", "submit", "run", "walltime", "nodes")]
-    table = [_Job(row, *values) for row, values in enumerate(zip(*cols, strict=True))]
-    return _ReferenceSim(table, int(nodes), policy, backfill, kill_at_walltime).run()
+    _check(jobs, nodes, policy, backfill, kill_at_walltime, predictor, scan)
+    names = ("job_id", "submit", "run", "walltime", "nodes")
+    cols = [jobs[c].to_numpy(np.int64).tolist() for c in names]
+    users = jobs["user"].to_numpy(np.int64).tolist() if "user" in jobs else [-1] * len(jobs)
+    table = [_Job(row, *values, user=u) for row, (values, u) in enumerate(zip(zip(*cols, strict=True), users,
+                                                                              strict=True))]
+    return _ReferenceSim(table, int(nodes), policy, backfill, kill_at_walltime, predictor, scan).run()

@@ -22,7 +22,7 @@ import numpy as np
 T = 0  #: the current time
 FREE = 1  #: free nodes
 QS, QE = 2, 3  #: the queue is q[QS:QE]
-HN = 4  #: heap[:HN] holds the running jobs' actual-end composites (a min-heap: the next release)
+HN = 4  #: heap[:HN] holds the running jobs' ends and expiries (a min-heap: the next one first)
 RN = 5  #: rs[:RN] holds the running jobs' estimated-end composites, sorted (for shadow times)
 NEXT = 6  #: the next job to arrive
 OPEN = 7  #: 1 while the current timestamp's scheduling pass is open
@@ -35,7 +35,11 @@ BLOCKED = 14  #: 1 if jobs were waiting before the current timestamp's arrivals
 APPEND = 15  #: 1: the queue is in arrival order; 0: it is kept sorted by (key, index)
 PM = 16  #: conservative: pt[:PM], pu[:PM] is the profile of predicted node use
 NODES = 17  #: the machine's nodes
-N_SLOTS = 18
+PRED, PK = 18, 19  #: the runtime predictor's code and its k (hpcgym.sim.predict); PRED 0: the walltime, no history
+EXPIRED = 21  #: how many estimates expired at the current timestamp (their jobs end cand, last first)
+SCAN = 22  #: batch mode: the code of EASY's backfill scan order when it is not the queue's, else -1
+WAKE = 23  #: conservative: the earliest reservation of a waiting job (a pass is due then), 0 when none
+N_SLOTS = 24
 
 #: Compile a hot helper that takes its arrays *borrowed*. Otherwise numba's runtime (NRT) increments and decrements
 #: an atomic reference count of every array argument at each call, inlined or not: that was 40% of conservative
@@ -43,8 +47,8 @@ N_SLOTS = 18
 #: with the caller's flags). numba compiles its own mergesort this way (numba/misc/mergesort.py).
 borrowing = nb.njit(cache=True, _nrt=False)
 
-_JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key")
-_STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu")
+_JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key", "limit", "user")
+_STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu", "hist", "hcount")
 
 
 class Jobs(namedtuple("Jobs", _JOB_FIELDS)):
@@ -53,10 +57,13 @@ class Jobs(namedtuple("Jobs", _JOB_FIELDS)):
     Attributes:
         submit: int64 submit times, sorted.
         hold: int64 time each job keeps its nodes (``min(run, walltime)`` when killed at its walltime).
-        wall: int64 walltimes: the estimates the scheduler sees.
+        wall: int64 estimates the scheduler sees: the walltimes, unless a runtime predictor replaces a job's at its
+            arrival (and raises it back to the walltime when the job outlives it; :mod:`hpcgym.sim.predict`).
         nodes: int64 nodes per job.
         key: float64 static priority keys of the ordering policy (lower first; see
-            :func:`hpcgym.sim.policy.static_keys`).
+            :func:`hpcgym.sim.policy.static_keys`); a predictor re-keys a job at its arrival.
+        limit: int64 walltimes as requested (the cap of predictions and the estimate after a correction).
+        user: int64 user index ``0 .. users - 1`` of each job, -1 when unknown (the history predictors read).
     """
 
     __slots__ = ()
@@ -78,9 +85,12 @@ class State(namedtuple("State", _STATE_FIELDS)):
         res: conservative: each job's current reservation.
         q: the queue (``q[QS:QE]``), one longer than the jobs.
         cand: scratch: backfill candidates, and the jobs that ended at the current timestamp.
-        heap: actual-end composites of the running jobs (a binary min-heap).
+        heap: actual-end composites of the running jobs, and the expiries of their estimates where a predictor
+            under-estimated them (a binary min-heap; :mod:`hpcgym.sim.events`).
         rs: estimated-end composites of the running jobs (sorted).
         pt, pu: conservative: the profile's change points and the nodes in use from each.
+        hist: with a history predictor: each user's last ``k`` finished jobs (a ring of ``k`` entries per user).
+        hcount: with a history predictor: how many jobs of each user have finished.
     """
 
     __slots__ = ()
@@ -121,20 +131,25 @@ class State(namedtuple("State", _STATE_FIELDS)):
         return int(self.sc[NEXT] - self.waiting - self.sc[RN])
 
 
-def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = False) -> tuple[Jobs, State]:
+def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = False,
+             history: int = 0) -> tuple[Jobs, State]:
     """Zeroed structures for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N rows).
 
-    The conservative profile (``res``, ``pt``, ``pu``) gets room only when ``conservative`` is set.
+    The conservative profile (``res``, ``pt``, ``pu``) gets room only when ``conservative`` is set, and the users'
+    history (``hist``, ``hcount``) only for a history predictor of ``history`` entries per user (one user per job
+    at most).
     """
     c = max(int(capacity), 1)
     p = c if conservative else 1
+    h = max(int(history), 1)
+    u = c if history else 1
 
     def ints(size: int) -> np.ndarray:
         return np.zeros((*copies, size), np.int64)
 
-    jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)))
-    state = State(ints(N_SLOTS), ints(c), ints(c), ints(p), ints(c + 1), ints(c), ints(c), ints(c),
-                  ints(2 * p + 4), ints(2 * p + 4))
+    jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)), ints(c), ints(c))
+    state = State(ints(N_SLOTS), ints(c), ints(c), ints(p), ints(c + 1), ints(c), ints(2 * c), ints(c),
+                  ints(2 * p + 4), ints(2 * p + 4), ints(u * h), ints(u))
     return jobs, state
 
 
@@ -148,31 +163,46 @@ def prefix(structure: Jobs | State, n: int) -> Jobs | State:
     if isinstance(structure, Jobs):
         return Jobs(*(a[:n] for a in structure))
     s = structure
-    return State(s.sc, s.start[:n], s.first[:n], s.res[:n], s.q[:n + 1], s.cand[:n], s.heap[:n], s.rs[:n], s.pt, s.pu)
+    return State(s.sc, s.start[:n], s.first[:n], s.res[:n], s.q[:n + 1], s.cand[:n], s.heap[:2 * n], s.rs[:n], s.pt,
+                 s.pu, s.hist, s.hcount)
 
 
-def reset(state: State, total: int, append: bool) -> None:
-    """An empty machine of ``total`` nodes at time 0, no job arrived yet (``append``: the queue in arrival order)."""
-    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, total, append)
+def reset(state: State, total: int, append: bool, predictor: int = 0, k: int = 0, scan: int = -1) -> None:
+    """An empty machine of ``total`` nodes at time 0, no job arrived yet (``append``: the queue in arrival order).
+
+    ``predictor`` and ``k`` are the runtime predictor's code and its history length (:mod:`hpcgym.sim.predict`),
+    ``scan`` the code of a backfill scan order of its own (batch mode; -1: the queue's).
+    """
+    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, state.hcount, total, append, predictor, k,
+          scan)
 
 
 @nb.njit(cache=True)
-def clear(sc, start, first, res, pt, pu, total, append):  # pragma: no cover - compiled
+def clear(sc, start, first, res, pt, pu, hcount, total, append, predictor, k, scan):  # pragma: no cover - compiled
     """Reset the arrays of a :class:`State` in place (:func:`reset` and :func:`fresh` share it)."""
     sc[:] = 0
     sc[FREE], sc[NODES], sc[LAST_HEAD], sc[APPEND], sc[PM] = total, total, -1, append, 1
+    sc[PRED], sc[PK], sc[SCAN] = predictor, k, scan
     start[:] = -1
     first[:] = -1
     res[:] = -1
+    hcount[:] = 0
     pt[0], pu[0] = 0, 0
 
 
 @nb.njit(cache=True)
-def fresh(n, total, append, conservative):  # pragma: no cover - compiled
-    """A new, reset :class:`State` for ``n`` jobs (compiled: batch runs allocate one per call)."""
+def fresh(n, total, append, conservative, predictor, k, users, scan):  # pragma: no cover - compiled
+    """A new, reset :class:`State` for ``n`` jobs (compiled: batch runs allocate one per call).
+
+    ``users`` and ``k`` size the history of a history predictor (1 each without one).
+    """
     p = n if conservative else 1
-    st = State(np.empty(N_SLOTS, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(p, np.int64),
-               np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
-               np.empty(2 * p + 4, np.int64), np.empty(2 * p + 4, np.int64))
-    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, total, append)
+    h = max(users, 1) * max(k, 1)
+
+    def ints(size):
+        return np.empty(size, np.int64)
+
+    st = State(ints(N_SLOTS), ints(n), ints(n), ints(p), ints(n + 1), ints(n), ints(2 * n), ints(n), ints(2 * p + 4),
+               ints(2 * p + 4), ints(h), ints(max(users, 1)))
+    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, st.hcount, total, append, predictor, k, scan)
     return st

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from hpcgym.sim.backfill import BACKFILL_MODES, Backfill
+from hpcgym.sim.predict import WALLTIME, Predictor
 
 
 def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
@@ -14,10 +15,14 @@ def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
     return np.minimum(run, jobs["walltime"].to_numpy(np.int64)) if kill_at_walltime else run
 
 
-def check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: bool) -> None:
-    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill``."""
+def check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: bool,
+          predictor: Predictor | None = None) -> None:
+    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill`` and ``predictor``."""
     if backfill not in BACKFILL_MODES:
         raise ValueError(f"backfill must be one of {sorted(BACKFILL_MODES)}, not {backfill!r}")
+    if predictor is not None and predictor.code != WALLTIME and not kill_at_walltime:
+        raise ValueError(f"the runtime predictor {predictor.name!r} needs kill_at_walltime=True: a prediction is "
+                         "capped at the walltime, which must bound the runtime")
     if backfill == "conservative" and not kill_at_walltime:
         raise ValueError("conservative backfilling needs kill_at_walltime=True: reservations assume estimates "
                          "are upper bounds")
