@@ -136,15 +136,39 @@ def warm_start(model: Any, policy: PriorityPolicy, env: Any, episodes: int, epoc
     Returns:
         The accuracies, the scores and the network chosen (``model`` holds it).
     """
+    return _start_from(model, lambda: behaviour_clone(model, env, policy, episodes, epochs, seed=seed), policy,
+                       held_out, validate, on_clone)
+
+
+def residual_start(model: Any, policy: PriorityPolicy, held_out: tuple[Any, int] | None = None,
+                   validate: Callable[[Any], float] | None = None,
+                   on_start: Callable[[Any], None] | None = None) -> WarmStart:
+    """The warm start of a residual scorer (one with a prior): its correction set to 0, so that it plays its prior.
+
+    ``model``'s scorer (:class:`agents.scorer.SlotScorer` with a prior) is untrained: its random correction moves
+    the prior's choices. Setting its output layer to 0 leaves the prior alone, which is ``policy``'s preference: no
+    cloning, no cloning error. The arguments are :func:`warm_start`'s; the accuracies say how many of ``policy``'s
+    choices the prior reproduces (on the held-out episodes: the observation's rounding and clipping can flip a
+    near-tie), and the started network is reported as ``cloned`` like a clone.
+    """
+    return _start_from(model, lambda: float("nan"), policy, held_out, validate, on_start, zero=True)
+
+
+def _start_from(model: Any, fit: Callable[[], float], policy: PriorityPolicy, held_out: tuple[Any, int] | None,
+                validate: Callable[[Any], float] | None, on_start: Callable[[Any], None] | None,
+                zero: bool = False) -> WarmStart:
+    """Score the untrained network, make the start (``fit``; ``zero``: zero the scorer's output), keep the better."""
     scores = {"untrained": validate(model)} if validate else {}
     untrained = {k: v.clone() for k, v in model.policy.state_dict().items()}
-    trained = behaviour_clone(model, env, policy, episodes, epochs, seed=seed)
+    if zero:
+        model.policy.mlp_extractor.scorer.zero_output()
+    trained = fit()
     held = accuracy(model, *demonstrations(held_out[0], policy, held_out[1], seed=0)) if held_out else float("nan")
-    if on_clone is not None:
-        on_clone(model)
+    if on_start is not None:
+        on_start(model)
     if validate:
         scores["cloned"] = validate(model)
     chosen = min(scores, key=scores.get) if scores else "cloned"
     if chosen == "untrained":
         model.policy.load_state_dict(untrained)
-    return WarmStart(trained, held, scores, chosen)
+    return WarmStart(held if zero else trained, held, scores, chosen)

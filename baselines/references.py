@@ -27,7 +27,7 @@ from baselines.grid import Cell, simulate_grid
 from hpcgym.machines import Machine
 from hpcgym.sim.heuristics import CLASSIC
 
-TUNED = "tuned"
+TUNED = tuned.TUNED
 CLAIRVOYANT = "clairvoyant"
 #: The row kinds of the reference rows: implementable ones are heuristics; the clairvoyant row is not.
 KINDS = {TUNED: "heuristic", CLAIRVOYANT: "clairvoyant"}

@@ -41,11 +41,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from baselines import priorities
 from hpcgym import metrics, traces
 from hpcgym.io import write_text
 from hpcgym.sim import PriorityPolicy, hold_times, run_batch
 from hpcgym.sim import policy as codes
 
+#: The name under which the fitted priority is asked for (``--clone tuned``, evaluation rows).
+TUNED = "tuned"
 FEATURES = ("log_estimate", "log_nodes", "log_walltime", "wait_hours")
 #: Where the fits of the bundled traces are, and where ``baselines.tune`` writes by default.
 BUNDLED = Path(__file__).with_name("tuned")
@@ -67,7 +70,7 @@ class LinearKey:
                 + self.wait * jobs["submit"].to_numpy(np.float64) / 3600.0)
 
 
-def policy(weights: Sequence[float], predictor: str, name: str = "tuned") -> PriorityPolicy:
+def policy(weights: Sequence[float], predictor: str, name: str = TUNED) -> PriorityPolicy:
     """The priority of the weights ``(a, b, c, d)`` of the module docstring, on ``predictor``'s estimates."""
     a, b, c, d = (float(x) for x in weights)
     scale = abs(a) if a != 0 else 1.0
@@ -195,6 +198,40 @@ def load(path: str | Path) -> Fit:
     except (OSError, ValueError, TypeError) as exc:
         raise ValueError(f"{path}: not a tuned-priority fit ({exc}); make one with python -m baselines.tune") from exc
     return result
+
+
+def named(name: str, trace: str, backfill: str) -> PriorityPolicy:
+    """A heuristic by name (:mod:`baselines.priorities`), where ``tuned`` is the fit for ``trace`` and ``backfill``.
+
+    Raises:
+        ValueError: ``tuned`` is asked for and the trace has no fit for that backfilling.
+        hpcgym.errors.UnknownNameError: no heuristic has that name.
+    """
+    if name.lower() != TUNED:
+        return priorities.get(name)
+    found = find(trace, backfill)
+    if found is None:
+        raise ValueError(f"no tuned fit for {Path(trace).name} with backfill {backfill!r} in ./{LOCAL}/ or "
+                         f"{BUNDLED}: make one with python -m baselines.tune --trace {trace} --backfill {backfill}")
+    return found.policy()
+
+
+def weights_of(pol: PriorityPolicy) -> tuple[float, float, float, float]:
+    """The weights ``(a, b, c, d)`` of the module docstring's score that order jobs as ``pol`` does.
+
+    SJF and SAF (on any predictor's estimates) and the ``tuned`` fits are points of that family; other heuristics
+    (FCFS, WFP3, UNICEP, F1, LJF) are not, and raise ``ValueError``.
+    """
+    if pol.code == codes.SJF:
+        return 1.0, 0.0, 0.0, 0.0
+    if pol.code == codes.SAF:
+        return 1.0, 1.0, 0.0, 0.0
+    key = pol.key
+    if pol.code in codes.CUSTOM_CODES and isinstance(key, LinearKey):
+        a = {codes.KEY_PLUS_LOG_R: 1.0, codes.KEY_MINUS_LOG_R: -1.0, codes.KEY: 0.0}[pol.code]
+        return a, key.nodes, key.walltime, key.wait
+    raise ValueError(f"{pol.name} is not a weighted sum of log estimate, log nodes, log walltime and wait (SJF, SAF "
+                     "and the tuned fits are)")
 
 
 def file_name(trace: str, backfill: str) -> str:

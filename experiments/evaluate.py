@@ -54,9 +54,8 @@ def run_agent(agent: Agent, label: str, trace: str | pd.DataFrame, machine: mach
     """Per-job records of an agent (deterministic, masked) on every window of the test split."""
     from agents.rollout import play_windows
 
-    infos = play_windows(agent.model, starts, machine=machine, workload=trace, backfill=agent.backfill,
-                         window=length, slots=agent.slots, split="test", order=agent.order,
-                         time_scale=agent.time_scale)
+    infos = play_windows(agent.model, starts, machine=machine, workload=trace, window=length, split="test",
+                         time_scale=agent.time_scale, **agent.env)
     return [pd.DataFrame(info["records"]).assign(scheduler=label, kind=agent.kind, window=w)
             for w, info in enumerate(infos)]
 

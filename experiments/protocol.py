@@ -4,11 +4,13 @@ The trace is split chronologically, 70% train and 30% test (:func:`hpcgym.traces
 ``val_fraction`` of the train split is the *validation* part, and training sees only the rest (:class:`Data`).
 Fixed validation windows (:func:`validation_starts`, seed 0: the same for every run) pick the checkpoint kept and
 the warm start; :func:`validation_references` puts heuristics on the same windows. The test split is left to the
-evaluation (:mod:`experiments.evaluate`).
+evaluation (:mod:`experiments.evaluate`). :func:`agent_env` gives the environment a run's networks play in, the same
+in training, validation and evaluation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,3 +63,41 @@ def validation_references(data: Data, length: int, starts: list[int], backfill: 
     cells = [*simulate_grid(windows, data.machine, ["saf"], [backfill]),
              *simulate_grid(windows, data.machine, [policy], [reference_backfill])]
     return {c.label: float(sum(rec["bsld"].mean() for rec in c.records) / len(c.records)) for c in cells}
+
+
+def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
+    """The heuristic ``name`` for a run's ``settings`` (``tuned``: the fit for its trace and backfilling)."""
+    from baselines import tuned
+
+    return tuned.named(name, settings.get("trace", ""), settings.get("backfill", "none"))
+
+
+def predictor_of(settings: Mapping[str, Any]) -> str:
+    """The runtime predictor a run's environment uses: ``--predictor``, else that of the heuristic it imitates.
+
+    That heuristic is ``--clone``'s, else ``--prior``'s, else the backfill scan order's; a heuristic on the
+    walltimes (and a run saved before predictors) gives ``walltime``. A clone or prior of a heuristic on
+    predictions must see the predictions it reads.
+    """
+    if settings.get("predictor"):
+        return settings["predictor"]
+    order = settings.get("order") if settings.get("backfill", "none") != "none" else ""
+    for name in (settings.get("clone"), settings.get("prior"), order):
+        if name:
+            return heuristic(name, settings).predictor
+    return "walltime"
+
+
+def agent_env(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`~hpcgym.env.SchedulingEnv` settings of a run's networks, from its saved settings (``args.json``).
+
+    Backfilling, slots, the backfill scan order (a policy), the predictor, the observation's columns and the action
+    mode; a setting a run saved before it existed takes its old behaviour.
+    """
+    backfill = settings.get("backfill", "none")
+    order = settings.get("order") if backfill != "none" else None
+    action = settings.get("action", "pick")
+    return {"backfill": backfill, "slots": settings.get("slots", 128),
+            "order": heuristic(order, settings) if order else None, "predictor": predictor_of(settings),
+            "features": settings.get("features", "v0"), "action": action,
+            **({"hold_limit": settings.get("hold_limit", 3600)} if action == "hold" else {})}

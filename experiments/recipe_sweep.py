@@ -26,6 +26,8 @@ from experiments.fanout import Executor
 from experiments.runs import RunFolder
 from hpcgym import cli
 
+#: The environment of the variants against ``tuned``: its predictions, its scan order, the reward relative to it.
+TUNED = ["--features", "v1", "--order", "tuned", "--baseline", "tuned"]
 #: name -> flags. ``old`` is the recipe before the vector environment (one env, long rollouts, plain reward).
 VARIANTS: dict[str, list[str]] = {
     "old": ["--envs", "1", "--n-steps", "2048", "--batch-size", "256", "--n-epochs", "10", "--reward", "objective",
@@ -45,6 +47,15 @@ VARIANTS: dict[str, list[str]] = {
     "plain-scorer": ["--ranks", ""],  # the default without the scorer's queue-rank inputs
     "dqn-rel-saforder": ["--algo", "dqn", "--reward", "log", "--baseline", "saf", "--order", "saf",
                          "--batch-size", "256"],
+    # Against the trace's tuned priority (runtime predictions, v1 observation): its clone, or a residual on it.
+    "tuned-clone": [*TUNED, "--clone", "tuned"],
+    "tuned-residual": [*TUNED, "--prior", "tuned", "--clone", ""],
+    "tuned-residual-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05"],
+    "tuned-residual-t03-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05",
+                              "--prior-temperature", "0.3"],
+    "tuned-residual-t003-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05",
+                               "--prior-temperature", "0.03"],
+    "tuned-residual-attn-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05", "--attention", "2"],
 }
 
 

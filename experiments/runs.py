@@ -147,11 +147,15 @@ class Agent:
     """A network to evaluate and the environment settings it was trained with."""
 
     model: Any
-    backfill: str = "none"
-    slots: int = 128
-    order: str | None = None
     kind: str = "agent"
     time_scale: float | None = None  #: the observation scale it trained with (None: the test workload's own)
+    #: the environment it plays in (:func:`experiments.protocol.agent_env`: backfill, slots, order, predictor, ...)
+    env: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def backfill(self) -> str:
+        """The backfilling it plays with."""
+        return self.env.get("backfill", "none")
 
 
 # ---- the folder ------------------------------------------------------------------------------------------------
@@ -269,10 +273,10 @@ class RunFolder:
         for path, kind, suffix in ((self.model, "agent", ""), (self.untrained, "untrained", " (untrained)"),
                                    (self.cloned, "cloned", " (cloned, no RL)")):
             if path.exists():
+                from experiments.protocol import agent_env
+
                 model, args = self.load_network(path)
-                order = args.get("order") if args.get("backfill", "none") != "none" else None
-                out[self.name + suffix] = Agent(model, args["backfill"], args["slots"], order, kind,
-                                                self.trained_time_scale(args))
+                out[self.name + suffix] = Agent(model, kind, self.trained_time_scale(args), agent_env(args))
         return out
 
     # ---- writing ----

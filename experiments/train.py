@@ -85,7 +85,24 @@ class Args(TraceArgs):
     gamma: float = flag(1.0, "discount: 1, since the only reward comes at the episode's end")
     gae_lambda: float = flag(0.97, "GAE lambda (PPO)")
     ent_coef: float = flag(0.0, "entropy bonus (PPO)")
-    clone: str = flag("saf", "warm start (PPO and DQN): behaviour-clone this heuristic first; empty: none")
+    features: str = flag("v0", "the observation's columns: v0 | v1 (adds each job's runtime estimate, its user's "
+                               "accuracy and history, whether it may start without delaying the reservation, and the "
+                               "reservation and the release profile; docs/definitions.md)")
+    predictor: str = flag("", "runtime predictor of EASY's reservations, backfill checks and scan order: walltime | "
+                              "last2 | median5; empty: that of the heuristic of --clone (or --prior, or --order)")
+    action: str = flag("pick", "what the agent chooses (docs/simulation.md, action modes): pick (the head of the pass) "
+                               "| guarded (the backfill job, among those that cannot delay EASY's reservation for "
+                               "--order's head) | hold (the head, or a hold: start nothing until the next event)")
+    hold_limit: int = flag(3600, "--action hold: seconds of holds a job may be charged before it must start")
+    attention: int = flag(0, "scorer: heads of one self-attention layer across the queue (0: none)")
+    prior: str = flag("", "residual policy (PPO scorer): the logits are this heuristic's preference (saf, sjf, tuned: "
+                          "the trace's fit, ...) plus a learned correction that starts at 0; replaces --clone")
+    prior_temperature: float = flag(0.1, "--prior's softness: jobs whose weighted size differs by a factor e^T "
+                                         "differ by one logit")
+    kl_coef: float = flag(0.0, "PPO: penalty on the KL divergence from the network RL starts from, in place of the "
+                               "entropy bonus (0: none)")
+    clone: str = flag("saf", "warm start (PPO and DQN): behaviour-clone this heuristic first (tuned: the trace's "
+                             "fit); empty: none")
     clone_episodes: int = flag(100, "episodes of demonstrations for --clone")
     clone_window: int = flag(1024, "jobs per demonstration episode (as long as the validation and test windows: long "
                                    "queues are where a clone of short windows errs)")
@@ -117,7 +134,9 @@ class Args(TraceArgs):
 
 
 CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "policy": ("scorer", "mlp"),
-           "backfill": ("none", "easy"), "reward": ("objective", "log"), "start": ("best", "clone")}
+           "backfill": ("none", "easy"), "reward": ("objective", "log"), "start": ("best", "clone"),
+           "features": ("v0", "v1"), "predictor": ("", "walltime", "last2", "median5"),
+           "action": ("pick", "guarded", "hold")}
 
 
 def parser() -> cli.ArgumentParser:
@@ -165,10 +184,43 @@ def check_args(args: Args) -> None:
         raise cli.UsageError(f"--sample-pool ({args.sample_pool}) must be 0 or at least {least} (--window, and the "
                              f"{SCALE_SAMPLE_JOBS} jobs the environment's scales come from)")
     rank_columns(args.ranks)
+    check_recipe(args)
     base = args.run_name or runs.default_base(args.trace_label, args.workload, args.algo)
     names = [runs.run_name(base, s) for s in args.seeds] + [runs.seeds_folder("", base).name] if args.seeds else []
     for name in names or [args.name]:
         runs.check_name(name)
+
+
+def check_recipe(args: Args) -> None:
+    """Refuse combinations of the recipe's flags that cannot run, and heuristics that cannot be found."""
+    from baselines import tuned
+    from experiments.protocol import heuristic
+
+    scorer_ppo = args.algo == "ppo" and args.policy == "scorer"
+    if (args.prior or args.kl_coef or args.attention) and not scorer_ppo:
+        raise cli.UsageError("--prior, --kl-coef and --attention need --algo ppo --policy scorer")
+    if args.action != "pick" and args.algo != "ppo":
+        raise cli.UsageError(f"--action {args.action} needs --algo ppo (the masked DQN reads its masks from the "
+                             "observation, which shows every waiting job as a choice)")
+    if args.action == "guarded" and args.backfill != "easy":
+        raise cli.UsageError("--action guarded chooses among EASY's backfill candidates: it needs --backfill easy")
+    if args.action == "hold" and args.hold_limit < 1:
+        raise cli.UsageError(f"--hold-limit must be at least 1 second, not {args.hold_limit}")
+    if args.prior and args.clone:
+        raise cli.UsageError("--prior replaces the cloned warm start: give --clone '' with it")
+    if args.kl_coef and args.ent_coef:
+        raise cli.UsageError("--kl-coef takes the place of the entropy bonus: give --ent-coef 0 with it")
+    if args.kl_coef < 0 or args.prior_temperature <= 0 or args.attention < 0:
+        raise cli.UsageError("--kl-coef and --attention must be >= 0, --prior-temperature > 0")
+    settings = dataclasses.asdict(args)
+    for name in ("clone", "baseline", "order", "prior"):
+        if getattr(args, name):
+            try:
+                pol = heuristic(getattr(args, name), settings)
+                if name == "prior":
+                    tuned.weights_of(pol)
+            except (ValueError, KeyError) as exc:
+                raise cli.UsageError(f"{_flag(name)}: {cli.message(exc)}") from None
 
 
 def _flag(name: str) -> str:
@@ -190,9 +242,29 @@ def check_inputs(args: Args, data: Data) -> None:
 
 def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
     """The environment settings every part of a run shares (training, validation, evaluation)."""
-    return {"machine": data.machine, "backfill": args.backfill, "slots": args.slots, "objective": args.objective,
-            "order": args.order if args.backfill != "none" else None, "time_scale": args.time_scale or None,
-            "invalid_action": "raise"}  # masked agents never choose an empty slot: if one does, that is a bug
+    from experiments.protocol import agent_env
+
+    return {"machine": data.machine, "objective": args.objective, "time_scale": args.time_scale or None,
+            "invalid_action": "raise",  # masked agents never choose an empty slot: if one does, that is a bug
+            **agent_env(dataclasses.asdict(args))}
+
+
+def policy_kwargs(args: Args, nodes: int) -> dict[str, Any]:
+    """The job scorer's ``policy_kwargs`` (PPO): queue ranks, attention, the residual's prior, the KL anchor.
+
+    The prior reads the observation's log-scaled columns, so it needs the run's resolved ``time_scale``.
+    """
+    from baselines import tuned
+    from experiments.protocol import heuristic
+    from hpcgym.env import WAIT_SCALE
+
+    kwargs: dict[str, Any] = {"ranks": rank_columns(args.ranks), "attention": args.attention,
+                              "anchor": args.kl_coef > 0}
+    if args.prior:
+        weights = tuned.weights_of(heuristic(args.prior, dataclasses.asdict(args)))
+        kwargs["prior"] = {"weights": weights, "temperature": args.prior_temperature, "time_scale": args.time_scale,
+                           "wait_scale": WAIT_SCALE * args.time_scale, "nodes": nodes}
+    return kwargs
 
 
 def rank_columns(names: str) -> tuple[int, ...]:
@@ -234,10 +306,12 @@ def make_env(args: Args, data: Data, workload: Any) -> Any:
 
     from agents.resume import RecordedVecEnv
     from agents.vec import HpcgymVecEnv
+    from experiments.protocol import heuristic
     from hpcgym.vector import SchedulingVectorEnv
 
+    baseline = heuristic(args.baseline, dataclasses.asdict(args)) if args.baseline else None
     venv = SchedulingVectorEnv(args.envs, workload=workload, window=args.window, split="all", reward=args.reward,
-                               baseline=args.baseline or None, compare_with=("fcfs",), **env_kwargs(args, data))
+                               baseline=baseline, compare_with=("fcfs",), **env_kwargs(args, data))
     env = RecordedVecEnv(VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare_json",)))
     env.seed(args.seed)
     return env
@@ -253,8 +327,8 @@ def attach_monitor(env: Any, run: runs.RunFolder, fresh: bool) -> None:
 
 
 def make_model(args: Args, env: Any, run: runs.RunFolder, checkpoint: Path | None = None,
-               exact: bool = False) -> Any:
-    """A new agent, or the one saved in ``checkpoint``.
+               exact: bool = False, nodes: int = 0) -> Any:
+    """A new agent (on a machine of ``nodes`` nodes), or the one saved in ``checkpoint``.
 
     ``exact``: the checkpoint has a state file, whose replay puts the environments back where they were (their
     saved last observation is kept); without one, training goes on from fresh environments.
@@ -270,11 +344,11 @@ def make_model(args: Args, env: Any, run: runs.RunFolder, checkpoint: Path | Non
         if checkpoint:
             return MaskablePPO.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
         policy = ScorerPolicy if args.policy == "scorer" else "MlpPolicy"
-        kwargs = {"ranks": rank_columns(args.ranks)} if args.policy == "scorer" and args.ranks else None
+        kwargs = policy_kwargs(args, nodes) if args.policy == "scorer" else None
         return MaskablePPO(policy, env, policy_kwargs=kwargs, learning_rate=args.learning_rate, n_steps=args.n_steps,
                            batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
                            gae_lambda=args.gae_lambda, clip_range=args.clip_range,
-                           target_kl=args.target_kl or None, ent_coef=args.ent_coef, seed=args.seed,
+                           target_kl=args.target_kl or None, ent_coef=args.kl_coef or args.ent_coef, seed=args.seed,
                            tensorboard_log=tb, device="cpu", verbose=0)
     from agents.dqn import MaskedDQN
 
@@ -305,27 +379,32 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
     """
     from agents import pretrain
     from agents.callbacks import save_atomic
-    from baselines import priorities
+    from experiments.protocol import heuristic
     from hpcgym.env import SchedulingEnv
 
     save_atomic(model, run.untrained)
-    if not args.clone:
+    if not (args.clone or args.prior):
         return {}, "untrained"
-    # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn), or
-    # a resumed run, which skips them, would not find the workload where the uninterrupted run had it
-    demo_env = SchedulingEnv(workload=copy.copy(workload), window=args.clone_window, split="all",
-                             **env_kwargs(args, data))
     held_out = None
-    if args.val_windows > 0:  # the heuristic's choices on validation windows: how well the clone generalizes
+    if args.val_windows > 0:  # the heuristic's choices on validation windows: how well the start reproduces them
         held_out = (SchedulingEnv(workload=data.validation, window=args.val_length, split="all",
                                   **env_kwargs(args, data)), args.val_windows)
-    done = pretrain.warm_start(model, priorities.get(args.clone), demo_env, args.clone_episodes, args.clone_epochs,
-                               args.seed, held_out, validate if args.start == "best" else None,
-                               on_clone=lambda m: save_atomic(m, run.cloned))
+    validate = validate if args.start == "best" else None
+    pol = heuristic(args.clone or args.prior, dataclasses.asdict(args))
+    if args.prior:
+        done = pretrain.residual_start(model, pol, held_out, validate, on_start=lambda m: save_atomic(m, run.cloned))
+        what = f"residual on {args.prior}: the prior alone reproduces"
+    else:
+        # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn),
+        # or a resumed run, which skips them, would not find the workload where the uninterrupted run had it
+        demo_env = SchedulingEnv(workload=copy.copy(workload), window=args.clone_window, split="all",
+                                 **env_kwargs(args, data))
+        done = pretrain.warm_start(model, pol, demo_env, args.clone_episodes, args.clone_epochs, args.seed, held_out,
+                                   validate, on_clone=lambda m: save_atomic(m, run.cloned))
+        what = f"behaviour-cloned {args.clone}:"
     on_val = f" ({done.accuracy_held_out:.1%} on validation windows)" if held_out else ""
-    print(f"behaviour-cloned {args.clone}: {done.accuracy:.1%} of its choices reproduced{on_val}; RL starts from the "
-          f"{done.chosen} network (validation bsld: {json.dumps({k: round(v, 3) for k, v in done.scores.items()})})",
-          flush=True)
+    print(f"{what} {done.accuracy:.1%} of its choices{on_val}; RL starts from the {done.chosen} network (validation "
+          f"bsld: {json.dumps({k: round(v, 3) for k, v in done.scores.items()})})", flush=True)
     run.warm_start.write_text(json.dumps({"clone_accuracy": done.accuracy,
                                           "clone_accuracy_validation": done.accuracy_held_out if held_out else None,
                                           "validation": done.scores, "chosen": done.chosen}, indent=2))
@@ -402,7 +481,7 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
     checkpoint, state = _resume_point(args, run)
     attach_monitor(env, run, fresh=checkpoint is None)
     args = dataclasses.replace(args, time_scale=resolve_time_scale(args, env, run))
-    model = make_model(args, env, run, checkpoint, exact=state is not None)
+    model = make_model(args, env, run, checkpoint, exact=state is not None, nodes=data.machine.nodes)
     val_env = dict(workload=data.validation, window=args.val_length, split="all", **env_kwargs(args, data))
     validation = ValidationCallback(starts, args.val_every, run.best, run.curve, val_env) if starts else None
     if checkpoint is None:
@@ -411,6 +490,8 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
         if validation is not None:
             validation.initial, validation.start_label = scores.get(chosen), chosen
             validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}
+        if args.kl_coef:
+            model.policy.set_anchor()  # the network RL starts from
     metrics = SchedulingMetricsCallback()
     carry = {"metrics": metrics, **({"validation": validation} if validation else {})}
     callbacks = [AtomicCheckpointCallback(args.checkpoint_every, str(run.checkpoints), runs.CHECKPOINT_PREFIX,

@@ -17,7 +17,7 @@ from gymnasium import spaces
 from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
 from hpcgym.rewards import OBJECTIVES
-from hpcgym.sim import PriorityPolicy, Simulator, heuristics, predict
+from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
 from hpcgym.sim.core import Backfill
 from hpcgym.sim.engine import FCFS_ORDER, Buffers
 from hpcgym.sim.policy import score
@@ -171,7 +171,7 @@ class SchedulingEnv(gym.Env):
                  objective: str = "bsld", baseline: Any = None, order: Any = None, kill_at_walltime: bool = True,
                  train_fraction: float = 0.7, invalid_action: str = "wrap", compare_with: tuple | str = (),
                  render_mode: str | None = None, reward: str = "objective", time_scale: float | None = None,
-                 predictor: str | None = None, features: str = "v0"):
+                 predictor: str | None = None, features: str = "v0", action: str = "pick", hold_limit: int = 3600):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
         if reward not in rewards.REWARDS:
@@ -197,13 +197,14 @@ class SchedulingEnv(gym.Env):
         if isinstance(compare_with, (str, PriorityPolicy)):  # one heuristic, not a sequence of letters
             compare_with = (compare_with,)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
-        self.sim = Simulator(self.machine.nodes, backfill, self.order, kill_at_walltime, self.predictor)
+        self.action, self.hold_limit = action, int(hold_limit) if action == "hold" else 0
+        self.sim = self._simulator()
         self.source = self._workload(workload, split, train_fraction)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.WIDTH[features]),
                                             dtype=np.float32)
-        self.action_space = spaces.Discrete(self.slots)
+        self.action_space = spaces.Discrete(self.slots + (action == "hold"))
         self._obs = np.zeros(self.observation_space.shape, np.float32)
-        self._mask = np.zeros(self.slots, bool)
+        self._mask = np.zeros(self.action_space.n, bool)
         table = self.source.table
         if table is None:
             table = self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0)
@@ -220,10 +221,14 @@ class SchedulingEnv(gym.Env):
         are ``buffers``, ``obs`` and ``mask`` (views into the vector environment's arrays).
         """
         other = copy.copy(self)
-        other.sim = Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime, self.predictor)
+        other.sim = self._simulator()
         other._buffers, other._obs, other._mask = buffers, obs, mask
         other._window, other.result, other._np_random = None, None, None
         return other
+
+    def _simulator(self) -> Simulator:
+        return Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime, self.predictor,
+                         self.action, self.slots, self.hold_limit)
 
     # ---- workloads -------------------------------------------------------------------------------------------
     def _workload(self, workload: Any, split: str, train_fraction: float) -> EpisodeSource:
@@ -303,15 +308,16 @@ class SchedulingEnv(gym.Env):
         if self._window is None or self.sim.done:
             raise ValueError("the episode is over (or never started): call reset() before step()")
         action = whole_number(action, "action")
-        if not (0 <= action < self.slots) or not self._mask[action]:
+        if not (0 <= action < len(self._mask)) or not self._mask[action]:
             if self.invalid_action == "raise":
-                raise ValueError(f"invalid action {action}: slot is empty or out of range "
-                                 f"({int(self._mask.sum())} valid slots; use env.action_masks())")
+                raise ValueError(f"invalid action {action}: slot is empty, out of range or not allowed now "
+                                 f"({int(self._mask.sum())} valid actions; use env.action_masks())")
             self.invalid_actions += 1
-            action %= int(self._mask.sum())  # the valid slots are 0 .. v - 1
+            action = int(np.flatnonzero(self._mask)[action % int(self._mask.sum())])  # the (a mod v)-th valid one
         sim = self.sim
-        job = int(sim.queue[action])
-        sim.check_choice(job)
+        job = actions.HOLD_CHOICE if action == self.slots else int(sim.queue[action])
+        if job != actions.HOLD_CHOICE:
+            sim.check_choice(job)
         status = observation.step(*sim.arrays, self.order.code, sim.mode, job, self._obs, self._mask, self._clock0,
                                   self._inv_wait, self._inv_time, self._inv_area, self.features == "v1")
         sim.sync(status, sim.decisions + 1)
@@ -322,7 +328,7 @@ class SchedulingEnv(gym.Env):
         return obs, self.result.reward, True, False, self._info(self.result)
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions: the slots that hold a waiting job."""
+        """Valid actions: the slots that hold a job the action mode allows (and, in hold mode, the hold)."""
         return self._mask.copy()
 
     def finish(self) -> rewards.EpisodeResult:
@@ -341,6 +347,8 @@ class SchedulingEnv(gym.Env):
     def _observe(self) -> np.ndarray:
         observation.build_state(self._obs, self._mask, *self.sim.arrays, self._clock0, self._inv_wait,
                                 self._inv_time, self._inv_area)
+        if not self.sim.done:
+            observation.action_mask(self._mask, *self.sim.arrays)
         if self.features == "v1":
             observation.build_v1(self._obs, self._mask, *self.sim.arrays, self.sim.mode, self._inv_time)
         return self._obs.copy()
@@ -437,7 +445,10 @@ def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, 
 
 
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
-    """The slot a priority heuristic picks: its best-scored visible job (ties: the earlier arrival).
+    """The slot a priority heuristic picks: its best-scored visible job the mask allows (ties: the earlier arrival).
+
+    In guarded mode, with the environment's ``order`` as ``policy``, that is the first eligible job in EASY's scan
+    order, so the heuristic's choices give the heuristic's own EASY schedule; a heuristic never holds.
 
     A heuristic on the walltimes reads the walltimes; one on predictions reads the environment's estimates, so its
     predictor must be the environment's.
@@ -453,8 +464,9 @@ def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
                          f"{sim.predictor.name!r} (pass predictor={policy.predictor!r})")
     q = sim.queue[:base.slots]
     keys = base.source.keys(base._window, policy)
+    mask = base.action_masks()[:len(q)]
     scores = [score(policy.code, sim.now, sim.submit[j], estimate[j], sim.job_nodes[j],
-                    0.0 if keys is None else keys[j]) for j in q]
+                    0.0 if keys is None else keys[j]) if ok else np.inf for j, ok in zip(q, mask, strict=True)]
     return int(np.argmin(scores))
 
 

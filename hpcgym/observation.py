@@ -16,9 +16,9 @@ import math
 
 import numba as nb
 
-from hpcgym.sim import core
+from hpcgym.sim import actions, core
 from hpcgym.sim.backfill import NONE, shadow
-from hpcgym.sim.state import FREE, NEXT, NODES, PK, QE, QS, RN, T
+from hpcgym.sim.state import ACTION, EXTRA, FREE, LAST_HEAD, NEXT, NODES, PK, QE, QS, RN, SHADOW, T
 
 JOB_FEATURES = (
     "present",  # 1 for a job, 0 for padding
@@ -136,23 +136,38 @@ def _user_accuracy(j, hist, hcount, user, hold, limit, k):  # pragma: no cover -
 
 
 @nb.njit(cache=True)
+def _reservation(sc, begin, queue, rs, nodes, mode):  # pragma: no cover - compiled
+    """(the reserved job or -1, its shadow time, its extra nodes) as the ``v1`` columns describe them.
+
+    EASY's reservation for the oldest waiting job that does not fit now; in guarded mode, the one the engine holds
+    for the head of the pass (the job every guarded choice protects).
+    """
+    now = sc[T]
+    if mode == NONE:
+        return -1, now, 0
+    if sc[ACTION] == actions.GUARDED:
+        h = sc[LAST_HEAD]
+        if h >= 0 and begin[h] < 0:
+            return h, sc[SHADOW], sc[EXTRA]
+        return -1, now, 0
+    for j in queue:
+        if nodes[j] > sc[FREE]:
+            when, extra = shadow(j, now, sc, rs, nodes, len(begin))
+            return j, when, extra
+    return -1, now, 0
+
+
+@nb.njit(cache=True)
 def build_v1(obs, mask, jobs, st, mode, inv_time):  # pragma: no cover - compiled
     """Fill the ``v1`` columns (after :func:`build_state` filled the ``v0`` ones)."""
     _, hold, wall, nodes, _, limit, user = jobs
-    sc, begin, _, _, q, _, _, rs, _, _, hist, hcount = st
+    sc, begin, _, _, q, _, _, rs, _, _, hist, hcount, _ = st
     slots = obs.shape[0] - 1
     n = len(begin)
     now, free, total = sc[T], sc[FREE], sc[NODES]
-    # The reservation: EASY's for the oldest waiting job that does not fit now (the job a guarded choice protects).
     queue = q[sc[QS]:sc[QE]]
-    h = -1
-    if mode != NONE:
-        for j in queue:
-            if nodes[j] > free:
-                h = j
-                break
+    h, when, extra = _reservation(sc, begin, queue, rs, nodes, mode)
     held = h >= 0
-    when, extra = (shadow(h, now, sc, rs, nodes, n) if held else (now, 0))
     base = len(JOB_FEATURES)
     for k in range(min(len(queue), slots)):
         j = queue[k]
@@ -179,6 +194,33 @@ def build_v1(obs, mask, jobs, st, mode, inv_time):  # pragma: no cover - compile
 
 
 @nb.njit(cache=True)
+def action_mask(mask, jobs, st):  # pragma: no cover - compiled
+    """Narrow ``mask`` (the slots that hold a job) to the choices the action mode allows (:mod:`hpcgym.sim.actions`).
+
+    Guarded: the jobs that may start without delaying the reservation. Hold: the due jobs if one fits, else every
+    job and the hold (the extra last entry of ``mask``).
+    """
+    sc, begin, q, held = st[0], st[1], st[4], st[12]
+    wall, nodes = jobs[2], jobs[3]
+    code = sc[ACTION]
+    if code == actions.PICK:
+        return
+    queue = q[sc[QS]:sc[QE]]
+    visible = min(len(queue), len(mask) - (1 if code == actions.HOLD else 0))
+    if code == actions.GUARDED:
+        for k in range(visible):
+            mask[k] = actions.eligible(queue[k], sc[T], sc, begin, wall, nodes)
+        return
+    any_due = False
+    for k in range(visible):
+        any_due = any_due or actions.due(queue[k], sc, held, nodes)
+    if any_due:
+        for k in range(visible):
+            mask[k] = actions.due(queue[k], sc, held, nodes)
+    mask[len(mask) - 1] = not any_due
+
+
+@nb.njit(cache=True)
 def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, inv_area, v1):  # pragma: no cover
     """Apply the choice ``chosen`` (:func:`hpcgym.sim.core.run`, step mode) and build the next observation.
 
@@ -187,6 +229,8 @@ def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, in
     """
     status = core.run(jobs, st, code, mode, chosen, True)
     build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area)
+    if status == core.DECIDE:
+        action_mask(mask, jobs, st)
     if v1:
         build_v1(obs, mask, jobs, st, mode, inv_time)
     return status

@@ -32,6 +32,7 @@ from gymnasium.vector.utils import batch_space
 from hpcgym import observation
 from hpcgym.env import SchedulingEnv, reset_options, whole_number
 from hpcgym.sim import core
+from hpcgym.sim.actions import HOLD_CHOICE
 from hpcgym.sim.engine import Buffers
 from hpcgym.sim.state import QE, QS, T
 
@@ -50,12 +51,13 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
             continue
         n = lengths[i]
         submit, hold, wall, nodes, key, limit, user = jobs
-        sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount = st
+        sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st
         ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
         si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
-              pu[i], hist[i], hcount[i])
-        status[i] = observation.step(ji, si, code, mode, q[i, sc[i, QS] + actions[i]], obs[i], mask[i], clock0[i],
-                                     inv_wait, inv_time, inv_area, v1)
+              pu[i], hist[i], hcount[i], held[i, :n])
+        chosen = HOLD_CHOICE if actions[i] == obs.shape[1] - 1 else q[i, sc[i, QS] + actions[i]]  # slot == slots: hold
+        status[i] = observation.step(ji, si, code, mode, chosen, obs[i], mask[i], clock0[i], inv_wait, inv_time,
+                                     inv_area, v1)
 
 
 class SchedulingVectorEnv(gym.vector.VectorEnv):
@@ -82,7 +84,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.buffers = Buffers.allocate(template.window, (self.num_envs,), history=template.predictor.k)
         self._arrays = tuple(self.buffers.jobs), tuple(self.buffers.state)  # plain tuples: quicker to pass to numba
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
-        self._mask = np.zeros((self.num_envs, template.slots), bool)
+        self._mask = np.zeros((self.num_envs, template.action_space.n), bool)
         self.envs = [template.copy_for_vector(self.buffers.row(i), self._obs[i], self._mask[i])
                      for i in range(self.num_envs)]
         self._lengths = np.zeros(self.num_envs, np.int64)
@@ -156,20 +158,24 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._clock0[i] = self.envs[i]._clock0
 
     def _checked(self, actions: np.ndarray) -> np.ndarray:
-        """Valid slots are ``0 .. v - 1`` (v waiting jobs, at most ``slots``); map or refuse the others."""
+        """Valid actions are those of the mask; map (the ``(a mod v)``-th valid one) or refuse the others."""
         if not np.issubdtype(actions.dtype, np.integer):
             if not np.issubdtype(actions.dtype, np.number) or not np.all(actions == np.floor(actions)):
                 raise ValueError(f"actions must be integer slots, got {actions}")
         actions = actions.astype(np.int64)
-        valid = self._mask.sum(axis=1)
-        bad = ((actions < 0) | (actions >= valid)) & (self._status != core.DONE)
+        width = self._mask.shape[1]
+        inside = (actions >= 0) & (actions < width)
+        allowed = self._mask[np.arange(self.num_envs), np.where(inside, actions, 0)] & inside
+        bad = ~allowed & (self._status != core.DONE)
         if bad.any():
+            valid = self._mask.sum(axis=1)
             if self.envs[0].invalid_action != "wrap":
                 i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"invalid action {actions[i]} for copy {i}: slot is empty or out of range "
-                                 f"({valid[i]} valid slots; use envs.action_masks())")
+                raise ValueError(f"invalid action {actions[i]} for copy {i}: slot is empty, out of range or not "
+                                 f"allowed now ({valid[i]} valid actions; use envs.action_masks())")
             self.invalid_actions += int(bad.sum())
-            actions = np.where(bad, actions % np.maximum(valid, 1), actions)
+            for i in np.flatnonzero(bad):
+                actions[i] = np.flatnonzero(self._mask[i])[actions[i] % valid[i]]
         return actions
 
     def _step_info(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ def play_both(env_id, n, steps, seed=10, **kw):
     rng, episodes = np.random.default_rng(0), 0
     for _ in range(steps):
         masks = venv.action_masks()
-        actions = np.array([rng.integers(m.sum()) for m in masks])
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
         obs, reward, terminated, truncated, info = venv.step(actions)
         assert not truncated.any()
         for i, env in enumerate(singles):
@@ -42,6 +42,8 @@ def play_both(env_id, n, steps, seed=10, **kw):
     ("lublin256-v0", {"window": 64, "slots": 32}),
     ("sdsc-sp2-v0", {"backfill": "easy", "window": 128, "reward": "log", "baseline": "saf"}),
     ("trinity-v0", {"window": 64}),  # a sampled workload (the Lublin model)
+    ("sdsc-sp2-v1", {"backfill": "easy", "window": 256, "order": "saf", "action": "guarded"}),
+    ("sdsc-sp2-v0", {"backfill": "easy", "window": 128, "action": "hold", "hold_limit": 600}),
 ])
 def test_vector_plays_the_episodes_of_single_envs(env_id, kw):
     assert play_both(env_id, 3, 400, **kw) >= 3  # several autoresets were compared too

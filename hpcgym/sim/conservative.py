@@ -13,6 +13,7 @@ import numba as nb
 import numpy as np
 
 from hpcgym.sim.events import expire_later
+from hpcgym.sim.policy import FCFS
 from hpcgym.sim.queue import compact, heap_push, ordered, sort_by_priority
 from hpcgym.sim.state import ARRIVED, ENDED, EXPIRED, FREE, HN, NEXT, NODES, PM, QE, QS, WAKE, borrowing
 
@@ -175,3 +176,17 @@ def start_due(t, sc, q, res, begin, heap, hold, wall, nodes):  # pragma: no cove
     sc[WAKE] = wake
     if started:
         compact(sc, q, begin)
+
+
+@nb.njit(cache=True, inline="always")
+def run_pass(t, code, sc, q, first, res, pt, pu, cand, begin, heap, submit, hold, wall, nodes,
+             key):  # pragma: no cover - compiled
+    """The steps of a conservative pass: hand back and compress, reserve the arrivals, start what is due."""
+    if hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # an early end or a correction
+        compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)
+    if sc[NEXT] > sc[ARRIVED]:
+        if code == FCFS:
+            reserve_arrivals(sc, first, res, pt, pu, wall, nodes)
+        else:
+            reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key)
+    start_due(t, sc, q, res, begin, heap, hold, wall, nodes)

@@ -19,21 +19,21 @@ from __future__ import annotations
 
 import numba as nb
 
-from hpcgym.sim import backfill, conservative
+from hpcgym.sim import actions, backfill, conservative
 from hpcgym.sim.backfill import BACKFILL_MODES, CONSERVATIVE, EASY, NONE, RLSCHEDULER, STEP_MODES, Backfill
 from hpcgym.sim.events import next_event, predict_arrivals, start
-from hpcgym.sim.policy import FCFS, UNICEP, WFP3
+from hpcgym.sim.policy import UNICEP, WFP3
 from hpcgym.sim.predict import WALLTIME
 from hpcgym.sim.queue import any_fits, by_scan_order, compact, ordered
 from hpcgym.sim.state import (
+    ACTION,
     APPEND,
-    ARRIVED,
     BLOCKED,
     ENDED,
     EXPIRED,
     FREE,
+    HOLD_AT,
     NEW_HEAD,
-    NEXT,
     OPEN,
     PRED,
     QE,
@@ -108,7 +108,7 @@ def apply_choice(h, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, 
 
 
 #: What :func:`_step_choice` returns when the caller must choose.
-ASK = -2
+ASK = actions.ASK
 
 
 @nb.njit(cache=True, inline="always")
@@ -126,6 +126,29 @@ def _step_choice(mode, sc, q, nodes):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, inline="always")
+def _apply(chosen, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key,
+           held):  # pragma: no cover - compiled
+    """Step mode: carry out a choice (the caller's, or the one the mode made alone) under the action mode."""
+    if chosen == actions.HOLD_CHOICE:
+        actions.begin_hold(t, sc, q, held, nodes)
+    elif sc[ACTION] == actions.GUARDED:
+        actions.guarded_start(chosen, t, sc, q, begin, heap, rs, hold, wall, nodes)
+    else:
+        apply_choice(chosen, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
+
+
+@nb.njit(cache=True, inline="always")
+def _choice(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key,
+            held):  # pragma: no cover - compiled
+    """Step mode's open pass: :data:`ASK` the caller, a choice the mode makes alone, or -1 (the pass closed)."""
+    if sc[ACTION] == actions.GUARDED and mode == EASY:
+        return actions.guarded_choice(t, code, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
+    if sc[ACTION] == actions.HOLD:
+        return actions.hold_choice(sc, q, held, nodes)
+    return _step_choice(mode, sc, q, nodes)
+
+
+@nb.njit(cache=True, inline="always")
 def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
     """The event loop. Apply ``chosen`` (step mode; -1: none), then run until a decision is due or all is done.
 
@@ -135,28 +158,23 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
     """
     # The named tuples are unpacked once, here: the helpers take arrays (see hpcgym.sim.queue).
     submit, hold, wall, nodes, key, limit, user = jobs
-    sc, begin, first, res, q, cand, heap, rs, pt, pu, hist, hcount = st
+    sc, begin, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st
     while True:
         t = sc[T]
-        if chosen >= 0:
-            apply_choice(chosen, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
+        if chosen >= 0 or chosen == actions.HOLD_CHOICE:
+            _apply(chosen, t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key, held)
             chosen = -1
         if sc[OPEN]:
-            if mode == CONSERVATIVE:  # the steps of its pass (see hpcgym.sim.conservative)
-                if conservative.hand_back(t, sc, pt, pu, cand, begin, wall, nodes):  # an early end or a correction
-                    conservative.compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)
-                if sc[NEXT] > sc[ARRIVED]:
-                    if code == FCFS:
-                        conservative.reserve_arrivals(sc, first, res, pt, pu, wall, nodes)
-                    else:
-                        conservative.reserve_sorted(t, code, sc, first, res, pt, pu, submit, wall, nodes, key)
-                conservative.start_due(t, sc, q, res, begin, heap, hold, wall, nodes)
+            if mode == CONSERVATIVE:
+                conservative.run_pass(t, code, sc, q, first, res, pt, pu, cand, begin, heap, submit, hold, wall, nodes,
+                                      key)
                 sc[OPEN] = 0
             elif not external:
                 batch_pass(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key)
                 sc[OPEN] = 0
             else:
-                chosen = _step_choice(mode, sc, q, nodes)
+                chosen = _choice(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wall, nodes, key,
+                                 held)
                 if chosen == ASK:
                     return DECIDE
                 continue  # apply the one waiting job, or (the pass closed) go on to the next event
@@ -164,6 +182,8 @@ def run(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
             return DONE
         if sc[PRED] != WALLTIME:  # the history and the arrivals, with their predictions (hpcgym.sim.events)
             predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, user, hist, hcount)
+        if sc[HOLD_AT] >= 0:  # the first event after a hold
+            actions.end_hold(sc[T], sc, q, submit, held, nodes)
 
 
 @nb.njit(cache=True)

@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import metrics
-from hpcgym.sim import core, predict
+from hpcgym.sim import actions, core, predict
 from hpcgym.sim.core import Backfill
 from hpcgym.sim.heuristics import FCFS as FCFS_ORDER
 from hpcgym.sim.policy import PriorityPolicy, static_keys
 from hpcgym.sim.predict import Predictor
-from hpcgym.sim.state import Jobs, State, allocate, prefix, reset, row
+from hpcgym.sim.state import ACTION, HOLD_LIMIT, VISIBLE, Jobs, State, allocate, prefix, reset, row
 from hpcgym.sim.table import check, hold_times
 
 
@@ -86,17 +86,31 @@ class Simulator:
     Args:
         nodes: machine nodes.
         backfill: ``"none"``, ``"easy"`` or ``"rlscheduler"`` (conservative has no head to choose).
-        order: the priority order of the backfill scan (FCFS by default).
+        order: the priority order of the backfill scan (FCFS by default); in guarded mode also the order of the
+            heads.
         kill_at_walltime: end jobs at their walltime.
         predictor: the runtime predictor whose estimates replace the walltimes in reservations, backfill checks
             and the scan order (:mod:`hpcgym.sim.predict`; default: the walltimes).
+        action: what a choice means (:mod:`hpcgym.sim.actions`): ``"pick"`` (the head), ``"guarded"`` (a backfill
+            that cannot delay the reservation; needs EASY) or ``"hold"`` (the head, or :meth:`defer`).
+        visible: how many waiting jobs (in arrival order) the caller sees: guarded and hold mode decide alone when
+            fewer than two allowed choices are among them; 0: all.
+        hold_limit: hold mode: the seconds of holds a job may be charged (> 0).
     """
 
     def __init__(self, nodes: int, backfill: Backfill = "none", order: PriorityPolicy = FCFS_ORDER,
-                 kill_at_walltime: bool = True, predictor: str | Predictor | None = None):
+                 kill_at_walltime: bool = True, predictor: str | Predictor | None = None, action: str = "pick",
+                 visible: int = 0, hold_limit: int = 0):
         if backfill not in core.STEP_MODES:
             raise ValueError(f"step mode supports backfill {core.STEP_MODES}, not {backfill!r} "
                              "(conservative reserves every job on arrival, so there is no head to choose)")
+        if action not in actions.ACTION_MODES:
+            raise ValueError(f"action must be one of {tuple(actions.ACTION_MODES)}, not {action!r}")
+        if action == "guarded" and backfill != "easy":
+            raise ValueError("action='guarded' chooses among EASY's backfill candidates: it needs backfill='easy'")
+        if action == "hold" and not int(hold_limit) > 0:
+            raise ValueError(f"action='hold' needs a positive hold_limit (seconds), not {hold_limit!r}")
+        self.action, self.visible, self.hold_limit = action, int(visible), int(hold_limit)
         self.nodes = int(nodes)
         self.mode = core.BACKFILL_MODES[backfill]
         self.backfill = backfill
@@ -139,6 +153,8 @@ class Simulator:
         for dst, src in zip(j, loaded, strict=True):
             dst[:] = src
         reset(st, self.nodes, append=True, predictor=pred.code, k=pred.k)
+        st.sc[ACTION], st.sc[VISIBLE], st.sc[HOLD_LIMIT] = actions.ACTION_MODES[self.action], self.visible, \
+            self.hold_limit
         self.submit, self.wall, self.job_nodes, self.hold, self.key, self.start = (
             j.submit, j.wall, j.nodes, j.hold, j.key, st.start)
         self.limit = j.limit
@@ -164,12 +180,37 @@ class Simulator:
         self.decisions += 1
         return self._run(int(job))
 
+    def defer(self) -> bool:
+        """Hold mode: start nothing now (see :mod:`hpcgym.sim.actions`); return whether a decision is pending.
+
+        Raises:
+            ValueError: no decision is pending, the mode is not ``"hold"``, or a due job fits (it must start).
+        """
+        if self._status != core.DECIDE or self.action != "hold":
+            raise ValueError("defer() (a hold) needs a pending decision in action='hold' mode")
+        if any(self.allowed(j) and self._state.held[j] >= self.hold_limit for j in self.queue):
+            raise ValueError("a job that fits has used up its hold budget: it must start now (choose it)")
+        self.decisions += 1
+        return self._run(actions.HOLD_CHOICE)
+
+    def allowed(self, job: int) -> bool:
+        """Whether the pending decision may choose waiting job ``job`` under the action mode."""
+        st, nodes = self._state, self.job_nodes
+        if self.action == "guarded":
+            return bool(actions.eligible(job, st.now, st.sc, st.start, self.wall, nodes))
+        if self.action == "hold" and any(actions.due(j, st.sc, st.held, nodes) for j in self.queue):
+            return bool(actions.due(job, st.sc, st.held, nodes))
+        return True
+
     def check_choice(self, job: int) -> None:
         """Raise ``ValueError`` unless a decision is pending and ``job`` waits (what :meth:`choose` checks)."""
         if self._status != core.DECIDE:
             raise ValueError("no decision is pending: the episode is done (call reset)")
         if not (0 <= job < len(self.start)) or self.start[job] >= 0 or self.submit[job] > self.now:
             raise ValueError(f"job {job} is not waiting; choose one of sim.queue ({len(self.queue)} jobs)")
+        if not self.allowed(job):
+            raise ValueError(f"job {job} is not a choice the {self.action!r} mode allows now "
+                             "(guarded: it would delay the reservation; hold: a due job must start)")
 
     @property
     def state(self) -> State:

@@ -36,10 +36,14 @@ APPEND = 15  #: 1: the queue is in arrival order; 0: it is kept sorted by (key, 
 PM = 16  #: conservative: pt[:PM], pu[:PM] is the profile of predicted node use
 NODES = 17  #: the machine's nodes
 PRED, PK = 18, 19  #: the runtime predictor's code and its k (hpcgym.sim.predict); PRED 0: the walltime, no history
+ACTION = 20  #: step mode: what a choice means (hpcgym.sim.actions: pick, guarded, hold)
 EXPIRED = 21  #: how many estimates expired at the current timestamp (their jobs end cand, last first)
 SCAN = 22  #: batch mode: the code of EASY's backfill scan order when it is not the queue's, else -1
-WAKE = 23  #: conservative: the earliest reservation of a waiting job (a pass is due then), 0 when none
-N_SLOTS = 24
+WAKE = 23  #: a pass is due then (0: none): conservative's earliest reservation, or the end of a hold
+VISIBLE = 24  #: step mode: how many waiting jobs (in arrival order) the caller sees; 0: all
+HOLD_LIMIT = 25  #: hold mode: the seconds of holds a job may be charged
+HOLD_AT, HOLD_FREE = 26, 27  #: hold mode: when the current hold began (-1: none) and the free nodes then
+N_SLOTS = 28
 
 #: Compile a hot helper that takes its arrays *borrowed*. Otherwise numba's runtime (NRT) increments and decrements
 #: an atomic reference count of every array argument at each call, inlined or not: that was 40% of conservative
@@ -48,7 +52,7 @@ N_SLOTS = 24
 borrowing = nb.njit(cache=True, _nrt=False)
 
 _JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key", "limit", "user")
-_STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu", "hist", "hcount")
+_STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu", "hist", "hcount", "held")
 
 
 class Jobs(namedtuple("Jobs", _JOB_FIELDS)):
@@ -91,6 +95,7 @@ class State(namedtuple("State", _STATE_FIELDS)):
         pt, pu: conservative: the profile's change points and the nodes in use from each.
         hist: with a history predictor: each user's last ``k`` finished jobs (a ring of ``k`` entries per user).
         hcount: with a history predictor: how many jobs of each user have finished.
+        held: hold mode: the seconds of holds each job has been charged (:mod:`hpcgym.sim.actions`).
     """
 
     __slots__ = ()
@@ -149,7 +154,7 @@ def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = F
 
     jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)), ints(c), ints(c))
     state = State(ints(N_SLOTS), ints(c), ints(c), ints(p), ints(c + 1), ints(c), ints(2 * c), ints(c),
-                  ints(2 * p + 4), ints(2 * p + 4), ints(u * h), ints(u))
+                  ints(2 * p + 4), ints(2 * p + 4), ints(u * h), ints(u), ints(c))
     return jobs, state
 
 
@@ -164,7 +169,7 @@ def prefix(structure: Jobs | State, n: int) -> Jobs | State:
         return Jobs(*(a[:n] for a in structure))
     s = structure
     return State(s.sc, s.start[:n], s.first[:n], s.res[:n], s.q[:n + 1], s.cand[:n], s.heap[:2 * n], s.rs[:n], s.pt,
-                 s.pu, s.hist, s.hcount)
+                 s.pu, s.hist, s.hcount, s.held[:n])
 
 
 def reset(state: State, total: int, append: bool, predictor: int = 0, k: int = 0, scan: int = -1) -> None:
@@ -173,20 +178,22 @@ def reset(state: State, total: int, append: bool, predictor: int = 0, k: int = 0
     ``predictor`` and ``k`` are the runtime predictor's code and its history length (:mod:`hpcgym.sim.predict`),
     ``scan`` the code of a backfill scan order of its own (batch mode; -1: the queue's).
     """
-    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, state.hcount, total, append, predictor, k,
-          scan)
+    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, state.hcount, state.held, total, append,
+          predictor, k, scan)
 
 
 @nb.njit(cache=True)
-def clear(sc, start, first, res, pt, pu, hcount, total, append, predictor, k, scan):  # pragma: no cover - compiled
+def clear(sc, start, first, res, pt, pu, hcount, held, total, append, predictor, k,
+          scan):  # pragma: no cover - compiled
     """Reset the arrays of a :class:`State` in place (:func:`reset` and :func:`fresh` share it)."""
     sc[:] = 0
-    sc[FREE], sc[NODES], sc[LAST_HEAD], sc[APPEND], sc[PM] = total, total, -1, append, 1
+    sc[FREE], sc[NODES], sc[LAST_HEAD], sc[APPEND], sc[PM], sc[HOLD_AT] = total, total, -1, append, 1, -1
     sc[PRED], sc[PK], sc[SCAN] = predictor, k, scan
     start[:] = -1
     first[:] = -1
     res[:] = -1
     hcount[:] = 0
+    held[:] = 0
     pt[0], pu[0] = 0, 0
 
 
@@ -203,6 +210,6 @@ def fresh(n, total, append, conservative, predictor, k, users, scan):  # pragma:
         return np.empty(size, np.int64)
 
     st = State(ints(N_SLOTS), ints(n), ints(n), ints(p), ints(n + 1), ints(n), ints(2 * n), ints(n), ints(2 * p + 4),
-               ints(2 * p + 4), ints(h), ints(max(users, 1)))
-    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, st.hcount, total, append, predictor, k, scan)
+               ints(2 * p + 4), ints(h), ints(max(users, 1)), ints(1))
+    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, st.hcount, st.held, total, append, predictor, k, scan)
     return st
