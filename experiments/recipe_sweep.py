@@ -15,6 +15,7 @@ the lowest median whose worst seed is not an outlier. Writes ``runs.csv`` and ``
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from hpcgym import cli
 
 #: The environment of the variants against ``tuned``: its predictions, its scan order, the reward relative to it.
 TUNED = ["--features", "v1", "--order", "tuned", "--baseline", "tuned"]
+RESIDUAL = [*TUNED, "--prior", "tuned", "--clone", ""]
 #: name -> flags. ``old`` is the recipe before the vector environment (one env, long rollouts, plain reward).
 VARIANTS: dict[str, list[str]] = {
     "old": ["--envs", "1", "--n-steps", "2048", "--batch-size", "256", "--n-epochs", "10", "--reward", "objective",
@@ -49,20 +51,69 @@ VARIANTS: dict[str, list[str]] = {
                          "--batch-size", "256"],
     # Against the trace's tuned priority (runtime predictions, v1 observation): its clone, or a residual on it.
     "tuned-clone": [*TUNED, "--clone", "tuned"],
-    "tuned-residual": [*TUNED, "--prior", "tuned", "--clone", ""],
-    "tuned-residual-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05"],
-    "tuned-residual-t03-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05",
-                              "--prior-temperature", "0.3"],
-    "tuned-residual-t003-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05",
-                               "--prior-temperature", "0.03"],
-    "tuned-residual-attn-kl": [*TUNED, "--prior", "tuned", "--clone", "", "--kl-coef", "0.05", "--attention", "2"],
+    "tuned-residual": [*RESIDUAL],
+    "tuned-residual-t003": [*RESIDUAL, "--prior-temperature", "0.03"],
+    "tuned-residual-t03": [*RESIDUAL, "--prior-temperature", "0.3"],
+    "tuned-residual-kl": [*RESIDUAL, "--kl-coef", "1"],
+    "tuned-residual-attn": [*RESIDUAL, "--attention", "2"],
+    "tuned-residual-lr1e-4": [*RESIDUAL, "--learning-rate", "1e-4"],
+    "tuned-guarded": [*RESIDUAL, "--action", "guarded"],
+    "tuned-hold": [*RESIDUAL, "--action", "hold"],
 }
 
 
-def _train(argv: list[str]) -> str:
+def _train(task: tuple[list[str], int, int]) -> str:
+    """Train one run; with check windows, also score its networks on them (``check.json`` in the run folder)."""
     from experiments import train
 
-    return str(train.train(train.parse_args(argv)))
+    argv, check_windows, check_seed = task
+    run = train.train(train.parse_args(argv))
+    if check_windows:
+        scores = check_scores(run, check_windows, check_seed)
+        (run / CHECK_JSON).write_text(json.dumps(scores, indent=2))
+    return str(run)
+
+
+#: The check windows' scores in a run folder (written by the sweep).
+CHECK_JSON = "check.json"
+
+
+def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
+    """Mean bsld of a run's start, kept and last networks, and of its references, on other validation windows.
+
+    The windows are ``count`` windows of the validation part drawn with ``seed`` (the run selected its network on
+    those of seed 0): a second look that tells a real gain from one that selection found in the noise of its own
+    windows. The references are SAF and ``tuned`` (where the trace has a fit) with the run's backfilling, run as
+    batch schedules (every waiting job in view).
+    """
+    from agents.rollout import play_windows
+    from baselines.grid import simulate_grid
+    from experiments import protocol, train
+    from hpcgym import traces
+
+    run = RunFolder(run_dir)
+    settings = run.settings()
+    args = train.Args(**{k: v for k, v in settings.items() if k in train.Args.__dataclass_fields__})
+    data = protocol.load_data(args, args.val_fraction)
+    starts = traces.window_starts(len(data.validation), args.val_length, count, seed)
+    env = dict(machine=data.machine, workload=data.validation, window=args.val_length, split="all",
+               time_scale=run.time_scale(), **protocol.agent_env(settings))
+    start = run.cloned if json.loads(run.warm_start.read_text()).get("chosen") == "cloned" else run.untrained
+    out = {}
+    for name, path in (("start", start), ("kept", run.model), ("last", run.last)):
+        model, _ = run.load_network(path)
+        out[f"check_{name}"] = float(np.mean([i["metrics"]["bsld_mean"] for i in play_windows(model, starts, **env)]))
+    windows = [traces.window(data.validation, args.val_length, start=s) for s in starts]
+    refs = [protocol.heuristic(name, settings) for name in ("saf", "tuned") if _has(name, settings)]
+    for cell in simulate_grid(windows, data.machine, refs, [args.backfill]):
+        out[f"check_{cell.policy}"] = float(np.mean([rec["bsld"].mean() for rec in cell.records]))
+    return out
+
+
+def _has(name: str, settings: dict) -> bool:
+    from baselines import tuned
+
+    return name != tuned.TUNED or tuned.find(settings["trace"], settings["backfill"]) is not None
 
 
 def _fit_once(argvs: list[list[str]]) -> None:
@@ -97,15 +148,27 @@ def validation_scores(run: Path) -> dict[str, float]:
             "val_start": float(curve["val_bsld"].iat[0]), "validations": len(curve)}
 
 
+def checked(run: Path) -> dict[str, float]:
+    """A run's check scores (:func:`check_scores`), if the sweep measured them."""
+    path = run / CHECK_JSON
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def summarize(scored: pd.DataFrame) -> pd.DataFrame:
-    """Per variant: median, IQR and worst seed of the kept network's validation bsld; medians of the others."""
+    """Per variant: median, IQR and worst seed of the kept network's validation bsld; medians of the others.
+
+    With check windows, also the medians of the check scores (``check_*``: the start, kept and last networks and
+    the references on the second draw of validation windows).
+    """
     rows = []
+    checks = [c for c in scored.columns if c.startswith("check_")]
     for variant, g in scored.groupby("variant", sort=False):
         v = g["val_kept"].to_numpy()
         q25, q50, q75 = np.percentile(v, (25, 50, 75))
         rows.append({"variant": variant, "seeds": len(g), "median": q50, "iqr_low": q25, "iqr_high": q75,
                      "worst_seed": v.max(), "median_last": g["val_last"].median(),
-                     "worst_last": g["val_last"].max(), "median_start": g["val_start"].median()})
+                     "worst_last": g["val_last"].max(), "median_start": g["val_start"].median(),
+                     **{c: g[c].median() for c in checks}})
     return pd.DataFrame(rows).sort_values("median").reset_index(drop=True)
 
 
@@ -117,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
     ap.add_argument("--out", type=Path, default=Path("runs/recipe"))
+    ap.add_argument("--check-windows", type=int, default=0,
+                    help="also score each run's start, kept and last networks on this many other validation windows "
+                         "(0: none)")
+    ap.add_argument("--check-seed", type=int, default=1, help="seed of the check windows' draw (runs select on 0)")
     ap.add_argument("shared", nargs=argparse.REMAINDER, help="after --: flags passed to every training run")
     args = ap.parse_args(argv)
     shared = [a for a in args.shared if a != "--"]
@@ -125,8 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "--run-name", runs.run_name(v, s)] for v, s in points]
     _fit_once(argvs)
     with Executor(_train, jobs=args.jobs) as executor:
-        dirs = executor.map(argvs)
-    scored = pd.DataFrame([{"variant": v, "seed": s, **validation_scores(Path(d))}
+        dirs = executor.map([(argv, args.check_windows, args.check_seed) for argv in argvs])
+    scored = pd.DataFrame([{"variant": v, "seed": s, **validation_scores(Path(d)), **checked(Path(d))}
                            for (v, s), d in zip(points, dirs, strict=True)])
     table = summarize(scored)
     refs = references(argvs[0])
