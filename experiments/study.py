@@ -444,7 +444,8 @@ class Study:
             return "new" if not run.path.exists() or not any(run.path.iterdir()) else "overwrite"
         saved = run.settings()
         mine = dataclasses.asdict(targs)
-        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k) != mine[k])
+        known = {f.name: f.default for f in dataclasses.fields(train.Args)}  # a setting added since: its default
+        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k, known.get(k)) != mine[k])
         if differ:
             if not self.args.overwrite:
                 raise cli.UsageError(f"{run.path} was trained with other settings ({', '.join(differ)}): use "
