@@ -109,6 +109,7 @@ def _add_flag(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:
 
 def _add_field(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:
     flag, helptext, kind = f.metadata.get("flag") or "--" + f.name.replace("_", "-"), f.metadata["help"], str(f.type)
+    metavar = flag.lstrip("-").replace("-", "_").upper()
     if f.metadata.get("aliases"):
         helptext += f" [formerly {', '.join(f.metadata['aliases'])}]"
     if f.metadata.get("remainder"):
@@ -119,11 +120,11 @@ def _add_field(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:
         default = f.default_factory()
         shown = f" (default: {' '.join(map(str, default))})" if default else ""
         ap.add_argument(flag, dest=f.name, type=int if "int" in kind else str, nargs="+", default=default,
-                        help=helptext + shown)
+                        help=helptext + shown, metavar=metavar)
     else:
         shown = f" (default: {f.default})" if f.default != "" else ""
         ap.add_argument(flag, dest=f.name, type={"int": int, "float": float}.get(kind, str), default=f.default,
-                        help=helptext + shown)
+                        help=helptext + shown, metavar=metavar)
 
 
 def parse(cls: type[T], ap: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[T, set[str]]:

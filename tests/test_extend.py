@@ -70,6 +70,16 @@ def write_joblog(path: Path, jobs: pd.DataFrame, unix_start: int = 1_709_280_000
     path.write_text("\n".join(lines) + "\n")
 
 
+def test_the_guide_quotes_the_example_files_as_they_are():
+    """docs/extend.md quotes each file of the example after a ``<!-- file: PATH -->`` line: word for word."""
+    text = (REPO / "docs" / "extend.md").read_text()
+    quoted = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)```\n", text, flags=re.S)
+    files = {str(p.relative_to(REPO)) for p in PLUGIN.rglob("*") if p.suffix in (".py", ".toml")}
+    assert {path for path, _ in quoted} == files - {"examples/hpcgym_example_plugin/hpcgym_example_plugin/__init__.py"}
+    for path, body in quoted:
+        assert body == (REPO / path).read_text(), f"docs/extend.md quotes an old version of {path}"
+
+
 def test_entry_points_come_from_the_packages_pyproject():
     text = entry_points_txt((PLUGIN / "pyproject.toml").read_text())
     assert "[hpcgym.heuristics]\nbigfirst = hpcgym_example_plugin.heuristics:BIGFIRST" in text
