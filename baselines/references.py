@@ -3,8 +3,8 @@
 A learned scheduler is measured against what a scheduler could do by hand with the information the log already
 has (``docs/definitions.md``, "References that read the log's history"):
 
-- every registered heuristic (:data:`baselines.priorities.POLICIES`): the classic ones on the users' walltimes, and
-  those on runtime predictions (``sjbf``: EASY++; ``sjf-last2``; ``saf-last2``);
+- every registered heuristic (:func:`baselines.priorities.names`, installed packages' too): the classic ones on the
+  users' walltimes, and those on runtime predictions (``sjbf``: EASY++; ``sjf-last2``; ``saf-last2``);
 - ``tuned``, the weighted priority fitted for this trace and backfill mode (:mod:`baselines.tuned`), where a fit
   exists;
 - ``clairvoyant``: the classic heuristic that does best on these windows when told every job's runtime (the
@@ -55,7 +55,7 @@ def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: st
     """
     if not kill_at_walltime:
         return simulate_grid(windows, machine, list(CLASSIC), backfills, False, progress), {}
-    cells = simulate_grid(windows, machine, list(priorities.POLICIES), backfills, True, progress)
+    cells = simulate_grid(windows, machine, priorities.names(), backfills, True, progress)
     notes = {}
     for backfill in backfills:
         fit = tuned.find(trace, backfill) if trace else None

@@ -89,7 +89,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="sdsc-sp2", help="bundled trace name or a trace file (default: sdsc-sp2)")
     cli.add_trace_args(ap)
-    ap.add_argument("--policy", default="all", help=f"one of {sorted(priorities.POLICIES)} or 'all' (default)")
+    ap.add_argument("--policy", default="all", help=f"a heuristic, one of {priorities.names()} (with those of "
+                    "installed packages: docs/extend.md), or 'all' (default)")
     ap.add_argument("--backfill", default="all", help=f"one of {BACKFILLS} or 'all' (default)")
     ap.add_argument("--split", default="all", choices=["train", "test", "all"],
                     help="chronological 70/30 part of the trace to use (default: all)")
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(jobs) == 0:
         raise ValueError(f"the {args.split} split of {args.trace} has no jobs ({total} in all); use --split all")
     windows = draw_windows(jobs, args.window, args.windows, args.seed)
-    policies = list(priorities.POLICIES) if args.policy == "all" else [args.policy]
+    policies = priorities.names() if args.policy == "all" else [args.policy]
     backfills = BACKFILLS if args.backfill == "all" else [args.backfill]
     no_cons = args.no_kill and "conservative" in backfills
     if no_cons:

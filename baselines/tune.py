@@ -33,7 +33,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--predictors", nargs="+", default=["last2", "median5"],
                     help="runtime predictors to try; the better on the tuning windows is kept")
     ap.add_argument("--windows", type=cli.positive_int, default=64, help="tuning windows (of the train split)")
-    ap.add_argument("--length", type=cli.positive_int, default=1024, help="jobs per tuning window")
+    ap.add_argument("--window", type=cli.positive_int, default=1024, help="jobs per tuning window [formerly --length]")
+    cli.alias(ap, "--length", "--window")
     ap.add_argument("--evaluations", type=cli.positive_int, default=300, help="CMA-ES evaluations per predictor")
     ap.add_argument("--seed", type=int, default=0, help="seed of the windows and of CMA-ES")
     ap.add_argument("--out", type=Path, default=None,
@@ -52,13 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         predict.get(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        jobs = traces.read(args.trace, format=args.format, machine=args.machine, columns=args.columns)
+        jobs = traces.read(args.trace, **cli.read_options(args))
     nodes = machines.get(jobs.attrs["machine"]).nodes
     train = traces.split(jobs, "train")
     command = "python -m baselines.tune " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     name = str(jobs.attrs.get("name") or Path(args.trace).name)
     for backfill in args.backfill:
-        result = tuned.fit(train, nodes, backfill, args.predictors, args.windows, args.length, args.evaluations,
+        result = tuned.fit(train, nodes, backfill, args.predictors, args.windows, args.window, args.evaluations,
                            args.seed, trace=name, progress=not args.quiet)
         result.command = command
         if args.out is not None and args.out.suffix == ".json":

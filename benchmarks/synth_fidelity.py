@@ -227,7 +227,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default="theta", choices=sorted(traces.BUNDLED), help="bundled trace (default theta)")
-    ap.add_argument("--models", nargs="+", default=ORDER, choices=sorted(synth.MODELS),
+    ap.add_argument("--models", nargs="+", default=ORDER, choices=synth.names(),
                     help="models to run (default: all seven)")
     ap.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling, bootstrap and every subsample")
     ap.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the trace (quick runs)")

@@ -3,9 +3,12 @@
 The experiment scripts read top to bottom from one ``Args`` dataclass each (``experiments.train``,
 ``experiments.study``). :func:`parser` turns such a class into its command line: ``--flag-name`` per field, typed by
 the field's annotation (``bool``: a switch; ``list[int]``/``list[str]``: one or more values; ``int``, ``float``,
-``str``), with the default shown. The trace fields of :class:`TraceArgs` get the flags every trace-reading tool
-shares (:func:`hpcgym.cli.add_trace_args`). A field whose metadata has ``remainder`` collects the arguments after
-``--``. :func:`parse` returns the dataclass and the fields given explicitly (presets and resumed runs yield to them).
+``str``), with the default shown. A field may spell its flag otherwise (metadata ``flag``, e.g. ``--workers``
+for the field ``jobs``, which keeps the settings saved in run folders readable) and keep old spellings working as
+deprecated aliases (metadata ``aliases``; :func:`hpcgym.cli.alias`). The trace fields of :class:`TraceArgs` get
+the flags every trace-reading tool shares (:func:`hpcgym.cli.add_trace_args`). A field whose metadata has
+``remainder`` collects the arguments after ``--``. :func:`parse` returns the dataclass and the fields given
+explicitly (presets and resumed runs yield to them).
 """
 
 from __future__ import annotations
@@ -92,20 +95,36 @@ def _add_trace_flags(ap: argparse.ArgumentParser, fields: dict[str, dataclasses.
     ap.set_defaults(**{dest: fields[dest].default for dest in added})  # the dataclass's own ("" is unset)
 
 
+def flag_name(cls: type, name: str) -> str:
+    """The command-line flag of the field ``name`` of the dataclass ``cls`` (``--eval-window`` for ``eval_length``)."""
+    f = next((f for f in dataclasses.fields(cls) if f.name == name), None)
+    return (f.metadata.get("flag") if f is not None else None) or "--" + name.replace("_", "-")
+
+
 def _add_flag(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:
-    flag, helptext, kind = "--" + f.name.replace("_", "-"), f.metadata["help"], str(f.type)
+    _add_field(ap, f)
+    for old in f.metadata.get("aliases", ()):
+        cli.alias(ap, old, f.metadata.get("flag") or "--" + f.name.replace("_", "-"))
+
+
+def _add_field(ap: argparse.ArgumentParser, f: dataclasses.Field) -> None:
+    flag, helptext, kind = f.metadata.get("flag") or "--" + f.name.replace("_", "-"), f.metadata["help"], str(f.type)
+    metavar = flag.lstrip("-").replace("-", "_").upper()
+    if f.metadata.get("aliases"):
+        helptext += f" [formerly {', '.join(f.metadata['aliases'])}]"
     if f.metadata.get("remainder"):
         ap.add_argument(f.name, nargs=argparse.REMAINDER, help=helptext)
     elif kind == "bool":
-        ap.add_argument(flag, action="store_true", help=helptext)
+        ap.add_argument(flag, dest=f.name, action="store_true", help=helptext)
     elif kind.startswith("list"):
         default = f.default_factory()
         shown = f" (default: {' '.join(map(str, default))})" if default else ""
-        ap.add_argument(flag, type=int if "int" in kind else str, nargs="+", default=default, help=helptext + shown)
+        ap.add_argument(flag, dest=f.name, type=int if "int" in kind else str, nargs="+", default=default,
+                        help=helptext + shown, metavar=metavar)
     else:
         shown = f" (default: {f.default})" if f.default != "" else ""
-        ap.add_argument(flag, type={"int": int, "float": float}.get(kind, str), default=f.default,
-                        help=helptext + shown)
+        ap.add_argument(flag, dest=f.name, type={"int": int, "float": float}.get(kind, str), default=f.default,
+                        help=helptext + shown, metavar=metavar)
 
 
 def parse(cls: type[T], ap: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[T, set[str]]:

@@ -1,8 +1,12 @@
 """Evaluate trained agents and every heuristic x backfill mode on identical held-out real windows.
 
-Example::
+Examples::
 
-    python -m experiments.evaluate --model runs/theta-real-ppo-s0 --trace theta --windows 20 --length 1024
+    python -m experiments.evaluate --model runs/theta-real-ppo-s0 --trace theta --windows 20 --window 1024
+    python -m experiments.evaluate --agent mine=mypkg.agents:MyAgent --trace theta
+
+``--agent`` plays any object that follows the agent protocol (:class:`experiments.runs.AgentModel`: SB3's
+``predict``), next to the run folders' networks; in Python, pass ``{label: agent}`` to :func:`evaluate_on_test`.
 
 Windows are drawn once (``--seed``) from the chronological *test* split (the last 30% of the trace), and every
 scheduler runs on the same ones. Writes ``per_window.csv`` (one row per scheduler x window) and ``per_job.csv``
@@ -54,8 +58,15 @@ def run_agent(agent: Agent, label: str, trace: str | pd.DataFrame, machine: mach
     """Per-job records of an agent (deterministic, masked) on every window of the test split."""
     from agents.rollout import play_windows
 
-    infos = play_windows(agent.model, starts, machine=machine, workload=trace, window=length, split="test",
-                         time_scale=agent.time_scale, **agent.env)
+    infos = play_windows(agent.model, starts, **{**agent.env, "machine": machine, "workload": trace,
+                                                 "backfill": agent.backfill, "window": length, "slots": agent.slots,
+                                                 "split": "test", "order": agent.order,
+                                                 "time_scale": agent.time_scale})
+    invalid = sum(int(info.get("invalid_actions", 0)) for info in infos)
+    if invalid:
+        warnings.warn(f"{label} chose an empty slot {invalid} times on the test windows (its predict takes no "
+                      "action_masks); each such action was mapped to a valid slot (invalid_action='wrap')",
+                      stacklevel=2)
     return [pd.DataFrame(info["records"]).assign(scheduler=label, kind=agent.kind, window=w)
             for w, info in enumerate(infos)]
 
@@ -132,12 +143,13 @@ def format_summary(table: pd.DataFrame, description: str = "") -> str:
     return f"{description}\n{body}" if description else body
 
 
-def evaluate_on_test(trace: str, agents: dict[str, Agent], windows: int = 20, length: int = 1024,
+def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, length: int = 1024,
                      seed: int = 0, progress: bool = True, read: dict[str, Any] | None = None,
                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run agents (``label -> Agent``) and the heuristics on the same test windows.
+    """Run agents and the heuristics on the same test windows.
 
-    ``read`` holds ``format``, ``machine`` and ``columns`` for :func:`hpcgym.traces.read`.
+    ``agents`` maps a row label to an :class:`~experiments.runs.Agent` or any :class:`~experiments.runs.AgentModel`
+    (the agent protocol). ``read`` holds ``format``, ``machine`` and ``columns`` for :func:`hpcgym.traces.read`.
 
     Returns:
         ``(per_window, per_job)`` tables.
@@ -150,7 +162,8 @@ def evaluate_on_test(trace: str, agents: dict[str, Agent], windows: int = 20, le
     starts = traces.window_starts(len(test), length, windows, seed)
     notes: dict[str, str] = {}
     recs = run_heuristics(test, machine, starts, length, notes=notes)
-    for label, agent in tqdm(agents.items(), desc="agents", disable=not progress):
+    for label, agent in tqdm({k: runs.as_agent(a) for k, a in agents.items()}.items(), desc="agents",
+                             disable=not progress):
         recs += [r.assign(backfill=agent.backfill) for r in run_agent(agent, label, real, machine, starts, length)]
     per_job = pd.concat(recs, ignore_index=True)
     per_window = per_window_table(per_job, machine.nodes)
@@ -184,12 +197,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, nargs="*", default=[],
                     help="training run directories (with model.zip). A model zip holds pickles: loading one runs "
-                         "code, so load only runs you trust")
+                         "code, so load only runs you trust (default: none)")
+    ap.add_argument("--agent", action="append", default=[], metavar="[LABEL=]MODULE:OBJECT",
+                    help="an agent of your own (experiments.runs.AgentModel: SB3's predict; or an Agent, or a "
+                         "function or class that returns one), imported and played like the runs' networks; "
+                         "repeatable. Importing runs the module's code (default: none)")
     ap.add_argument("--trace", default=None,
                     help="real trace whose test split is used (default: the runs' own trace, else theta)")
     cli.add_trace_args(ap)
     ap.add_argument("--windows", type=cli.positive_int, default=20, help="number of test windows (default: 20)")
-    ap.add_argument("--length", type=cli.positive_int, default=1024, help="jobs per window (default: 1024)")
+    ap.add_argument("--window", type=cli.positive_int, default=1024, help="jobs per window (default: 1024) "
+                    "[formerly --length]")
+    cli.alias(ap, "--length", "--window")
     ap.add_argument("--seed", type=seed_arg, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval)")
     args = ap.parse_args(argv)
@@ -197,14 +216,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs.check_distinct(folders)
     out = args.out or (folders[0].eval if folders else Path("eval"))
     runs.check_writable(out, "the output folder")
+    own = dict(runs.load_agent(spec) for spec in args.agent)
+    if len(own) < len(args.agent) or set(own) & {f.name for f in folders}:
+        raise cli.UsageError("two --agent or --model rows would have the same label: name them (LABEL=MODULE:OBJECT)")
     agents: dict[str, Agent] = {}
     for folder in folders:
         agents.update(folder.agents())
+    agents.update(own)
     read = cli.read_options(args)
     if args.trace is None:
         args.trace, read = _runs_trace(args.model, read)
-    per_window, per_job = evaluate_on_test(args.trace, agents, args.windows, args.length, args.seed, read=read)
-    table = write_results(out, per_window, per_job, describe(args.trace, args.windows, args.length, args.seed))
+    per_window, per_job = evaluate_on_test(args.trace, agents, args.windows, args.window, args.seed, read=read)
+    table = write_results(out, per_window, per_job, describe(args.trace, args.windows, args.window, args.seed))
     print(format_summary(table, table.attrs["description"]))
     print(f"results: {out}")
     return 0

@@ -14,9 +14,10 @@ FCFS+EASY (the reference) always in black.
 
 from __future__ import annotations
 
+import argparse
 import os
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -387,11 +388,27 @@ def save(figures: Mapping[str, Figure], folder: Path) -> list[Path]:
     return paths
 
 
-def main() -> int:
-    """Draw the figures of a results folder (``HPCGYM_RESULTS`` or the newest ``runs/*/eval``) into its figures/."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Draw the figures of a results folder (given, ``HPCGYM_RESULTS`` or the newest ``runs/*/eval``)."""
+    from hpcgym import cli
+
+    ap = cli.ArgumentParser(prog="python -m experiments.plots", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", type=Path, nargs="?", default=None,
+                    help="a results folder (with per_window.csv: a run's eval/, or experiments.evaluate --out); "
+                         "default: $HPCGYM_RESULTS, else the newest runs/*/eval, else a heuristics-only evaluation "
+                         "of Theta made now")
+    ap.add_argument("--out", type=Path, default=None, help="where the PNGs go (default: <results>/figures)")
+    args = ap.parse_args(argv)
     matplotlib.use("Agg")
-    folder, how = find_results()
-    paths = save(all_figures(load(folder)), folder / "figures")
+    if args.results is not None:
+        folder, how = args.results.resolve(), "the command line"
+        if not (folder / runs.PER_WINDOW).is_file():
+            raise cli.UsageError(f"{args.results} holds no {runs.PER_WINDOW}: give a folder experiments.evaluate "
+                                 "wrote")
+    else:
+        folder, how = find_results()
+    paths = save(all_figures(load(folder)), args.out or folder / "figures")
     print(f"results: {folder} ({how})")
     for path in paths:
         print(path)
@@ -399,4 +416,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from hpcgym import cli
+
+    raise SystemExit(cli.run(main))

@@ -47,7 +47,7 @@ def validation_starts(data: Data, length: int, count: int) -> list[int]:
     if count <= 0:
         return []
     if len(data.validation) < length:
-        raise cli.UsageError(f"the validation part has {len(data.validation)} jobs, fewer than --val-length "
+        raise cli.UsageError(f"the validation part has {len(data.validation)} jobs, fewer than --val-window "
                              f"{length}: lower it or raise --val-fraction")
     return traces.window_starts(len(data.validation), length, count, seed=0)
 

@@ -2,7 +2,7 @@
 
 Example::
 
-    python -m experiments.recipe_sweep --seeds 0 1 2 3 4 --jobs 16 --out runs/recipe -- --trace theta
+    python -m experiments.recipe_sweep --seeds 0 1 2 3 4 --workers 16 --out runs/recipe -- --trace theta
 
 Each variant is a set of ``experiments.train`` flags (:data:`VARIANTS`) on top of the shared flags after ``--``.
 Every run trains with ``--eval-windows 0``: the test split is never touched. A run's score is the validation bsld
@@ -176,14 +176,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
     ap = cli.ArgumentParser(prog="python -m experiments.recipe_sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    ap.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
-    ap.add_argument("--out", type=Path, default=Path("runs/recipe"))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
+                    help="training seeds of every variant (default: 0 1 2 3 4)")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS),
+                    help="the recipe variants to train (default: all)")
+    ap.add_argument("--workers", type=cli.positive_int, default=2,
+                    help="runs at once (processes; default: 2) [formerly --jobs]")
+    cli.alias(ap, "--jobs", "--workers")
+    ap.add_argument("--out", type=Path, default=Path("runs/recipe"),
+                    help="folder of the runs and the tables (default: runs/recipe)")
     ap.add_argument("--check-windows", type=int, default=0,
                     help="also score each run's start, kept and last networks on this many other validation windows "
-                         "(0: none)")
-    ap.add_argument("--check-seed", type=int, default=1, help="seed of the check windows' draw (runs select on 0)")
+                         "(default: 0, none)")
+    ap.add_argument("--check-seed", type=int, default=1,
+                    help="seed of the check windows' draw (runs select on seed 0's; default: 1)")
     ap.add_argument("shared", nargs=argparse.REMAINDER, help="after --: flags passed to every training run")
     args = ap.parse_args(argv)
     shared = [a for a in args.shared if a != "--"]
@@ -191,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argvs = [[*shared, *VARIANTS[v], "--seed", str(s), "--eval-windows", "0", "--runs-dir", str(args.out),
               "--run-name", runs.run_name(v, s)] for v, s in points]
     _fit_once(argvs)
-    with Executor(_train, jobs=args.jobs) as executor:
+    with Executor(_train, jobs=args.workers) as executor:
         dirs = executor.map([(argv, args.check_windows, args.check_seed) for argv in argvs])
     scored = pd.DataFrame([{"variant": v, "seed": s, **validation_scores(Path(d)), **checked(Path(d))}
                            for (v, s), d in zip(points, dirs, strict=True)])

@@ -21,6 +21,9 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
 ``.lock``                   the PID of the process writing to the folder
 ==========================  ======================================================================================
 
+:class:`Agent` is what an evaluation plays: a run's network, or any object that follows the agent protocol
+(:class:`AgentModel`: SB3's ``predict``), with the environment settings it plays with.
+
 Runs are named ``<base>-s<seed>`` (:func:`run_name`), the base being ``--run-name`` or ``<trace>-<workload>-<algo>``
 (:func:`default_base`); the table across the seeds of one base goes to ``<base>-seeds/`` (:func:`seeds_folder`).
 Every table compares with :data:`REFERENCE`. The fit cache of a runs folder is ``<runs dir>/cache/``
@@ -40,7 +43,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from baselines.grid import label
 from hpcgym import cli
@@ -142,20 +145,80 @@ def evaluated_runs(runs_dir: str | Path) -> list[RunFolder]:
 
 
 # ---- the networks ----------------------------------------------------------------------------------------------
+@runtime_checkable
+class AgentModel(Protocol):
+    """What ``experiments.evaluate`` plays: anything with Stable-Baselines3's ``predict`` (the agent protocol).
+
+    ``predict(obs, deterministic=True)`` gets a batch of observations, ``(n, slots + 1, features)`` float32 (the
+    environment's, :class:`hpcgym.env.SchedulingEnv`), and returns ``(actions, state)``: ``actions`` one slot per
+    row, ``(n,)`` integers; ``state`` is ignored. If ``predict`` has an ``action_masks`` parameter (as sb3-contrib's
+    ``MaskablePPO``), it also gets the valid slots, ``(n, slots)`` booleans. An agent without it that picks an
+    empty slot has its action mapped to a valid one (``invalid_action="wrap"``), and the evaluation warns.
+    """
+
+    def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``(actions, state)`` for a batch of observations."""
+
+
 @dataclass
 class Agent:
-    """A network to evaluate and the environment settings it was trained with."""
+    """A network (or any :class:`AgentModel`) to evaluate, and the environment settings it plays with."""
 
     model: Any
+    backfill: str = "none"
+    slots: int = 128
+    order: Any = None  #: the backfill scan order: a policy or its name (None: the backfilling's own)
     kind: str = "agent"
     time_scale: float | None = None  #: the observation scale it trained with (None: the test workload's own)
-    #: the environment it plays in (:func:`experiments.protocol.agent_env`: backfill, slots, order, predictor, ...)
+    #: more :class:`hpcgym.env.SchedulingEnv` arguments, e.g. ``{"predictor": "last2", "features": "v1"}``
     env: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    @property
-    def backfill(self) -> str:
-        """The backfilling it plays with."""
-        return self.env.get("backfill", "none")
+
+#: The :class:`Agent` settings a bare model may carry as attributes (``backfill = "easy"`` on its class).
+AGENT_SETTINGS = ("backfill", "slots", "order", "time_scale", "env")
+
+
+def as_agent(obj: Any) -> Agent:
+    """``obj`` as an :class:`Agent`: an Agent as it is; a model with its settings from its attributes, if any.
+
+    Raises:
+        TypeError: ``obj`` has no ``predict`` (it does not follow :class:`AgentModel`).
+    """
+    if isinstance(obj, Agent):
+        return obj
+    if not isinstance(obj, AgentModel):
+        raise TypeError(f"an agent needs a predict(obs, deterministic=...) method (experiments.runs.AgentModel); "
+                        f"{type(obj).__name__} has none")
+    settings = {k: getattr(obj, k) for k in AGENT_SETTINGS if getattr(obj, k, None) is not None}
+    return Agent(obj, **settings)
+
+
+def load_agent(spec: str) -> tuple[str, Agent]:
+    """``[LABEL=]MODULE:OBJECT`` (``experiments.evaluate --agent``): the row label and the agent.
+
+    ``OBJECT`` is an :class:`Agent`, an :class:`AgentModel`, or a class or function that takes no argument and
+    returns one of those. The label defaults to ``OBJECT``'s name. Importing the module runs its code: name only
+    modules you trust.
+
+    Raises:
+        cli.UsageError: a malformed spec, a module or object that is not there, or an object that is no agent.
+    """
+    import importlib
+
+    label, _, target = spec.rpartition("=")
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise cli.UsageError(f"--agent {spec!r}: expected [LABEL=]MODULE:OBJECT, e.g. mine=mypkg.agents:MyAgent")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise cli.UsageError(f"--agent {spec!r}: {type(exc).__name__}: {exc}") from None
+    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, (Agent, AgentModel))):
+        obj = obj()
+    try:
+        return label or attr, as_agent(obj)
+    except TypeError as exc:
+        raise cli.UsageError(f"--agent {spec!r}: {exc}") from None
 
 
 # ---- the folder ------------------------------------------------------------------------------------------------
@@ -276,7 +339,9 @@ class RunFolder:
                 from experiments.protocol import agent_env
 
                 model, args = self.load_network(path)
-                out[self.name + suffix] = Agent(model, kind, self.trained_time_scale(args), agent_env(args))
+                env = agent_env(args)
+                out[self.name + suffix] = Agent(model, env.pop("backfill"), env.pop("slots"), env.pop("order"), kind,
+                                                self.trained_time_scale(args), env)
         return out
 
     # ---- writing ----

@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = cli.ArgumentParser(prog="python -m experiments.seeds", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders, one per seed")
-    ap.add_argument("--out", type=Path, required=True, help="folder for the table and the plot")
+    ap.add_argument("--out", type=Path, required=True, help="folder for the table and the plot (required)")
     args = ap.parse_args(argv)
     tab = write(args.runs, args.out)  # a mistake is one error line (hpcgym.cli.run)
     print(format_table(tab))

@@ -3,8 +3,8 @@
 Examples::
 
     python -m experiments.study --trace theta --backfill easy --seeds 0 1 2 --out studies/theta
-    python -m experiments.study --quick --seeds 0 1 --out /tmp/study --jobs 2     # smoke preset, about 2 minutes
-    python -m experiments.study --sources real,arrivals,tvae --jobs 2
+    python -m experiments.study --quick --seeds 0 1 --out /tmp/study --workers 2  # smoke preset, about 2 minutes
+    python -m experiments.study --sources real,arrivals,tvae --workers 2
     python -m experiments.study --backend ray --address auto                       # on a running Ray cluster
     python -m experiments.study --seeds 0 1 2 3 4 -- --envs 8 --val-windows 8      # flags for every training run
 
@@ -109,7 +109,7 @@ class Args(TraceArgs):
                                     "(experiments.train --sample-pool); 0: a new sample every episode")
     timesteps: int = flag(100_000, "training steps per run")
     eval_windows: int = flag(20, "test windows every agent and heuristic plays")
-    eval_length: int = flag(1024, "jobs per test window")
+    eval_length: int = flag(1024, "jobs per test window", flag="--eval-window", aliases=("--eval-length",))
     fit_rows: int = flag(0, "fit the generators on the last N jobs of the training part (0: all)")
     fit_seed: int = flag(0, "seed of every fit (one fit serves all training seeds)")
     fit_params: list[str] = flag([], "MODEL=JSON settings over a model's defaults, e.g. 'ctgan={\"epochs\": 300}'")
@@ -121,10 +121,10 @@ class Args(TraceArgs):
                                  "split's first as many jobs (0: the whole test split)")
     no_fidelity: bool = flag(False, "skip the fidelity stage")
     threads: int = flag(1, "torch threads per process (fits and training)")
-    jobs: int = flag(1, "fits and runs at once (processes, or Ray CPUs)")
+    jobs: int = flag(1, "fits and runs at once (processes, or Ray CPUs)", flag="--workers", aliases=("--jobs",))
     backend: str = flag("local", "local | ray")
     address: str = flag("", "with --backend ray: the cluster address (e.g. auto); empty: a local Ray instance of "
-                            "--jobs CPUs")
+                            "--workers CPUs")
     quick: bool = flag(False, "the smoke preset (see above); explicit flags win")
     overwrite: bool = flag(False, "redo runs whose settings differ from the study's")
     train_flags: list[str] = flag([], "after --: flags for every experiments.train run", remainder=True)
@@ -172,7 +172,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     if args.mixed_with not in GENERATORS:
         ap.error(f"--mixed-with must be one of {GENERATORS}")
     if not args.seeds or args.jobs < 1 or args.timesteps < 0 or args.eval_windows < 1:
-        ap.error("need --seeds, --jobs >= 1, --timesteps >= 0 and --eval-windows >= 1")
+        ap.error("need --seeds, --workers >= 1, --timesteps >= 0 and --eval-windows >= 1")
     fit_params(args)  # fails early on a bad --fit-params
     return args
 
@@ -444,7 +444,8 @@ class Study:
             return "new" if not run.path.exists() or not any(run.path.iterdir()) else "overwrite"
         saved = run.settings()
         mine = dataclasses.asdict(targs)
-        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k) != mine[k])
+        known = {f.name: f.default for f in dataclasses.fields(train.Args)}  # a setting added since: its default
+        differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k, known.get(k)) != mine[k])
         if differ:
             if not self.args.overwrite:
                 raise cli.UsageError(f"{run.path} was trained with other settings ({', '.join(differ)}): use "

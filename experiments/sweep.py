@@ -79,10 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
     ap = cli.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--workloads", nargs="+", default=["real", "synthetic"], choices=["real", "synthetic", "mixed"])
-    ap.add_argument("--algos", nargs="+", default=["ppo"], choices=["ppo", "dqn"])
-    ap.add_argument("--backend", default="local", choices=["local", "ray"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (default: 0 1 2)")
+    ap.add_argument("--workloads", nargs="+", default=["real", "synthetic"], choices=["real", "synthetic", "mixed"],
+                    help="what the agents train on (experiments.train --workload; default: real synthetic)")
+    ap.add_argument("--algos", nargs="+", default=["ppo"], choices=["ppo", "dqn"],
+                    help="the algorithms (experiments.train --algo; default: ppo)")
+    ap.add_argument("--backend", default="local", choices=["local", "ray"],
+                    help="local: the runs one after another in this process; ray: as Ray tasks (default: local)")
     ap.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
     ap.add_argument("shared", nargs=argparse.REMAINDER, help="after --: flags passed to every experiments.train run")
     args = ap.parse_args(argv)

@@ -3,7 +3,7 @@
 Examples::
 
     python -m experiments.train --workload synthetic            # the defaults: Theta, EASY, PPO, 2-3 minutes
-    python -m experiments.train --workload synthetic --seeds 0 1 2 3 4 --jobs 2   # five seeds and their table
+    python -m experiments.train --workload synthetic --seeds 0 1 2 3 4 --workers 2  # five seeds and their table
     python -m experiments.train --workload real --trace sdsc-sp2 --backfill none
     python -m experiments.train --workload synthetic --synthesizer tvae --algo dqn
     python -m experiments.train --run-name my-run --resume       # continue a killed run from its last checkpoint
@@ -56,14 +56,20 @@ class Args(TraceArgs):
                                "split the evaluation")
     workload: str = flag("synthetic", "real | synthetic | mixed (real and synthetic windows alternately): what the "
                                       "agent trains on")
-    synthesizer: str = flag("arrivals", "synthesizer for --workload synthetic|mixed")
+    synthesizer: str = flag("arrivals", "for --workload synthetic|mixed: a synthesizer's name (fitted on the training "
+                                        "part; those of installed packages too: docs/extend.md), or the folder of one "
+                                        "fitted already (synth.fit --out)")
     sample_pool: int = flag(0, "sample this many jobs from the synthesizer once (seeded by --seed) and train on "
                                "windows of them; 0: a new sample every episode (slow for realtabformer and the SDV "
                                "models)")
     algo: str = flag("ppo", "ppo (sb3-contrib MaskablePPO) | dqn (masked DQN)")
-    policy: str = flag("scorer", "scorer (shared per-slot job scorer) | mlp")
+    policy: str = flag("scorer", "the agent's network: scorer (shared per-slot job scorer) | mlp | MODULE:CLASS (your "
+                                 "own SB3 policy class; for PPO a MaskableActorCriticPolicy: docs/extend.md)",
+                       flag="--network", aliases=("--policy",))
     ranks: str = flag("walltime,nodes,area", "job columns (hpcgym.observation.JOB_FEATURES) whose rank within the "
                                              "queue the scorer also sees; empty: none")
+    policy_kwargs: str = flag("", "a JSON object of keyword arguments for the network (SB3's policy_kwargs), over "
+                                  "--ranks, e.g. '{\"hidden\": [64, 32]}'; empty: none")
     timesteps: int = flag(100_000, "agent decisions to train for (all envs together)")
     backfill: str = flag("easy", "none | easy: the simulator's backfilling")
     order: str = flag("saf", "heuristic whose order the EASY backfill scan follows")
@@ -111,13 +117,13 @@ class Args(TraceArgs):
                               "on validation | clone")
     val_fraction: float = flag(0.2, "last part of the train split kept for validation")
     val_windows: int = flag(16, "validation windows (0: keep the last model)")
-    val_length: int = flag(1024, "jobs per validation window")
+    val_length: int = flag(1024, "jobs per validation window", flag="--val-window", aliases=("--val-length",))
     val_every: int = flag(20_000, "timesteps between validations")
     seed: int = flag(0, "seed of the agent, the environment and the synthesizer")
     seeds: list[int] = flag([], "several seeds, one run each, and the table across them (overrides --seed)")
-    jobs: int = flag(1, "seeds trained at once (processes) with --seeds")
+    jobs: int = flag(1, "seeds trained at once (processes) with --seeds", flag="--workers", aliases=("--jobs",))
     eval_windows: int = flag(20, "test windows in the final evaluation (0: none)")
-    eval_length: int = flag(1024, "jobs per test window")
+    eval_length: int = flag(1024, "jobs per test window", flag="--eval-window", aliases=("--eval-length",))
     checkpoint_every: int = flag(20_000, "timesteps between checkpoints (each taken when the next rollout starts)")
     runs_dir: str = flag(runs.RUNS_DIR, "where run folders go")
     run_name: str = flag("", "run folder name; empty: trace-workload-algo-sSEED")
@@ -133,10 +139,11 @@ class Args(TraceArgs):
         return self.run_name or runs.run_name(runs.default_base(self.trace_label, self.workload, self.algo), self.seed)
 
 
-CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "policy": ("scorer", "mlp"),
-           "backfill": ("none", "easy"), "reward": ("objective", "log"), "start": ("best", "clone"),
-           "features": ("v0", "v1"), "predictor": ("", "walltime", "last2", "median5"),
-           "action": ("pick", "guarded", "hold")}
+CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "backfill": ("none", "easy"),
+           "reward": ("objective", "log"), "start": ("best", "clone"), "features": ("v0", "v1"),
+           "predictor": ("", "walltime", "last2", "median5"), "action": ("pick", "guarded", "hold")}
+#: the networks ``--network`` names; anything else is a ``MODULE:CLASS``
+NETWORKS = ("scorer", "mlp")
 
 
 def parser() -> cli.ArgumentParser:
@@ -184,6 +191,12 @@ def check_args(args: Args) -> None:
         raise cli.UsageError(f"--sample-pool ({args.sample_pool}) must be 0 or at least {least} (--window, and the "
                              f"{SCALE_SAMPLE_JOBS} jobs the environment's scales come from)")
     rank_columns(args.ranks)
+    network_kwargs(args)
+    if args.policy not in NETWORKS and (args.algo != "ppo" or ":" not in args.policy):
+        raise cli.UsageError(f"--network {args.policy!r}: expected one of {', '.join(NETWORKS)}, or MODULE:CLASS (a "
+                             "MaskableActorCriticPolicy subclass) with --algo ppo")
+    if args.workload != "real":
+        check_synthesizer(args.synthesizer)
     check_recipe(args)
     base = args.run_name or runs.default_base(args.trace_label, args.workload, args.algo)
     names = [runs.run_name(base, s) for s in args.seeds] + [runs.seeds_folder("", base).name] if args.seeds else []
@@ -198,7 +211,7 @@ def check_recipe(args: Args) -> None:
 
     scorer_ppo = args.algo == "ppo" and args.policy == "scorer"
     if (args.prior or args.kl_coef or args.attention) and not scorer_ppo:
-        raise cli.UsageError("--prior, --kl-coef and --attention need --algo ppo --policy scorer")
+        raise cli.UsageError("--prior, --kl-coef and --attention need --algo ppo --network scorer")
     if args.action != "pick" and args.algo != "ppo":
         raise cli.UsageError(f"--action {args.action} needs --algo ppo (the masked DQN reads its masks from the "
                              "observation, which shows every waiting job as a choice)")
@@ -223,14 +236,33 @@ def check_recipe(args: Args) -> None:
                 raise cli.UsageError(f"{_flag(name)}: {cli.message(exc)}") from None
 
 
+def fitted_folder(spec: str) -> Path | None:
+    """``--synthesizer`` as the folder of a fitted model (one with a manifest), or None for a name."""
+    from synth.base import MANIFEST
+
+    path = Path(spec)
+    return path if (path / MANIFEST).is_file() else None
+
+
+def check_synthesizer(spec: str) -> None:
+    """Refuse a ``--synthesizer`` that is neither a synthesizer's name nor a fitted model's folder."""
+    import synth
+
+    if fitted_folder(spec) is not None or spec.lower() in synth.names():
+        return
+    what = "is a folder without a fitted model's manifest.json" if Path(spec).is_dir() else "is no synthesizer's name"
+    raise cli.UsageError(f"--synthesizer {spec!r} {what}; give one of {', '.join(synth.names())}, or a folder written "
+                         "by python -m synth.fit")
+
+
 def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return arguments.flag_name(Args, name)
 
 
 def check_inputs(args: Args, data: Data) -> None:
     """Refuse windows longer than the parts of the trace they come from (before the run folder is made)."""
-    parts = [("--val-length", args.val_length if args.val_windows else 0, "validation part", len(data.validation)),
-             ("--eval-length", args.eval_length if args.eval_windows else 0, "test split", data.test_jobs)]
+    parts = [("--val-window", args.val_length if args.val_windows else 0, "validation part", len(data.validation)),
+             ("--eval-window", args.eval_length if args.eval_windows else 0, "test split", data.test_jobs)]
     if args.workload != "synthetic":  # real windows of the training part
         parts += [("--window", args.window, "training part", len(data.fit)),
                   ("--clone-window", args.clone_window if args.clone else 0, "training part", len(data.fit))]
@@ -249,7 +281,7 @@ def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
             **agent_env(dataclasses.asdict(args))}
 
 
-def policy_kwargs(args: Args, nodes: int) -> dict[str, Any]:
+def scorer_kwargs(args: Args, nodes: int) -> dict[str, Any]:
     """The job scorer's ``policy_kwargs`` (PPO): queue ranks, attention, the residual's prior, the KL anchor.
 
     The prior reads the observation's log-scaled columns, so it needs the run's resolved ``time_scale``.
@@ -278,22 +310,79 @@ def rank_columns(names: str) -> tuple[int, ...]:
     return tuple(JOB_FEATURES.index(n) for n in wanted)
 
 
+def network_kwargs(args: Args) -> dict[str, Any]:
+    """``--policy-kwargs`` as a dict (refused in one line if it is not a JSON object)."""
+    if not args.policy_kwargs:
+        return {}
+    try:
+        kwargs = json.loads(args.policy_kwargs)
+    except json.JSONDecodeError as exc:
+        raise cli.UsageError(f"--policy-kwargs {args.policy_kwargs!r}: not JSON ({exc})") from None
+    if not isinstance(kwargs, dict):
+        raise cli.UsageError(f"--policy-kwargs {args.policy_kwargs!r}: expected a JSON object such as "
+                             '\'{"hidden": [64, 32]}\'')
+    return kwargs
+
+
+def network(args: Args, nodes: int) -> tuple[Any, dict[str, Any] | None]:
+    """The PPO policy ``--network`` names (a class, or SB3's ``"MlpPolicy"``) and its ``policy_kwargs``.
+
+    The job scorer's come from the recipe's flags (:func:`scorer_kwargs`), and ``--policy-kwargs`` over them.
+    """
+    import importlib
+
+    kwargs = network_kwargs(args)
+    if args.policy == "scorer":
+        from agents.policies import ScorerPolicy
+
+        return ScorerPolicy, {**scorer_kwargs(args, nodes), **kwargs}
+    if args.policy == "mlp":
+        return "MlpPolicy", kwargs or None
+    module, _, name = args.policy.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name), kwargs or None
+    except (ImportError, AttributeError) as exc:
+        raise cli.UsageError(f"--network {args.policy!r}: {type(exc).__name__}: {exc}") from None
+
+
 def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
     """What the agent trains on: the training part's windows, a synthesizer fitted on it, or both alternately.
 
-    ``synthesizer``: an already fitted model to use instead of fitting one (or loading the run cache's).
+    ``synthesizer``: an already fitted model to use instead of fitting one (or loading the run cache's). So is a
+    fitted folder given as ``--synthesizer`` (:func:`load_fitted`).
     """
     from hpcgym.workload import MixedWorkload, PooledSampler
 
     if args.workload == "real":
         return data.fit
     model = synthesizer
+    if model is None and fitted_folder(args.synthesizer) is not None:
+        model = load_fitted(fitted_folder(args.synthesizer), data)
     if model is None:
         model = runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
                                                      data.machine.nodes, announce=print)
     if args.sample_pool:
         model = PooledSampler(model, args.sample_pool, args.seed)
     return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
+
+
+def load_fitted(folder: Path, data: Data) -> Any:
+    """A fitted model's folder, loaded; a warning if it was fitted on another table than the run's training part.
+
+    The protocol fits generators on the training part only (the train split minus its validation tail): a model
+    fitted on more (``synth.fit`` fits the whole train split by default) may have seen the validation or test jobs.
+    """
+    from synth.base import Synthesizer, table_hash
+
+    model = Synthesizer.load(folder)
+    if model.trace_hash != table_hash(data.fit):
+        warnings.warn(f"{folder} was fitted on another table than this run's training part ({len(data.fit):,} jobs of "
+                      "the train split, minus the validation tail): if that table held validation or test jobs, the "
+                      "agent's validation and test scores are not held out", stacklevel=2)
+    if model.max_nodes and model.max_nodes > data.machine.nodes:
+        raise cli.UsageError(f"--synthesizer {folder} was fitted for {model.max_nodes} nodes; the machine has "
+                             f"{data.machine.nodes}")
+    return model
 
 
 def make_env(args: Args, data: Data, workload: Any) -> Any:
@@ -339,12 +428,9 @@ def make_model(args: Args, env: Any, run: runs.RunFolder, checkpoint: Path | Non
     if args.algo == "ppo":
         from sb3_contrib import MaskablePPO
 
-        from agents.policies import ScorerPolicy
-
         if checkpoint:
             return MaskablePPO.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
-        policy = ScorerPolicy if args.policy == "scorer" else "MlpPolicy"
-        kwargs = policy_kwargs(args, nodes) if args.policy == "scorer" else None
+        policy, kwargs = network(args, nodes)
         return MaskablePPO(policy, env, policy_kwargs=kwargs, learning_rate=args.learning_rate, n_steps=args.n_steps,
                            batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
                            gae_lambda=args.gae_lambda, clip_range=args.clip_range,
@@ -363,7 +449,8 @@ def make_model(args: Args, env: Any, run: runs.RunFolder, checkpoint: Path | Non
         return model
     return MaskedDQN(env=env, learning_rate=args.learning_rate, batch_size=args.batch_size, seed=args.seed,
                      gamma=args.gamma, buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
-                     policy_kwargs={"scorer": args.policy == "scorer", "ranks": rank_columns(args.ranks)},
+                     policy_kwargs={"scorer": args.policy == "scorer", "ranks": rank_columns(args.ranks),
+                                    **network_kwargs(args)},
                      tensorboard_log=tb, device="cpu", verbose=0)
 
 

@@ -30,6 +30,9 @@ API:
 - Argument types that keep the reason in argparse's message: ``positive_int``, ``machine_arg`` (a
   :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``, see :func:`hpcgym.machines.parse`) and
   ``columns_arg`` (a column mapping from ``k=v,k=v``, see :func:`hpcgym.traces.csvtable.parse_columns`).
+- ``alias(parser, old, new)``: keep a renamed flag's old spelling working, hidden from ``--help``, with a one-line
+  deprecation note on stderr when it is used. The flags' vocabulary (one meaning per flag across the tools) is
+  :data:`VOCABULARY`.
 - ``add_trace_args(parser)``: the ``--format``, ``--machine``, ``--columns``, ``--round`` and ``--on-duplicate``
   options every trace-reading CLI takes, passed on as ``traces.read(path, **read_options(args))``
   (``as_text=True``: checked, but kept as text for settings saved as JSON).
@@ -58,9 +61,21 @@ ROUND_HELP = ("how to round values that should be whole and are not (node or pro
               "run, walltime, wait, nodes, procs); counted in the trace's repaired values. Default: such counts are "
               "an error; runtimes and walltimes round up, submit times down")
 DUPLICATE_HELP = ("jobs whose id an earlier job has: warn (keep them, one warning; the default) or error")
-FORMATS = ("swf", "alcf", "mustang", "csv", "slurm", "pbs")
 EXIT_USAGE = 2
 _FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+#: One meaning per flag name across the command-line tools (the renamed spellings are kept as deprecated aliases).
+VOCABULARY: dict[str, str] = {
+    "--jobs": "a number of jobs of a trace (synth.sample, synth.report); never processes",
+    "--workers": "processes (or Ray CPUs) working at once (formerly --jobs in experiments.train, study, recipe_sweep)",
+    "--window": "jobs per window (formerly --length in experiments.evaluate and baselines.tune)",
+    "--windows": "how many windows",
+    "--eval-window, --val-window": "jobs per test / validation window (formerly --eval-length, --val-length)",
+    "--policy": "a heuristic's name (baselines.run)",
+    "--network": "the agent's network (experiments.train; formerly --policy there)",
+    "--seed, --seeds": "one seed; several seeds, one run each",
+}
 
 
 class UsageError(HpcgymError):
@@ -144,14 +159,44 @@ def add_trace_args(parser: argparse.ArgumentParser, as_text: bool = False) -> No
     that are saved as JSON (``experiments.train``'s ``args.json``) and passed to :func:`hpcgym.traces.read` later
     (``--round`` and ``--on-duplicate`` are text either way).
     """
+    from hpcgym.traces import formats
+
     machine, columns = (_checked(machine_arg), _checked(columns_arg)) if as_text else (machine_arg, columns_arg)
-    parser.add_argument("--format", choices=FORMATS, default=None,
+    added = [n for n in formats.names() if n not in formats.BUILTIN]
+    parser.add_argument("--format", choices=formats.names(), default=None,
                         help="the trace format: slurm is sacct --parsable2 output, pbs a PBS/Torque accounting log "
-                        "or a directory of them (default: .swf and .sacct by name, else from the first line)")
+                        "or a directory of them" + (f"; {', '.join(added)}: added by installed packages" if added else
+                                                    "") + " (default: .swf and .sacct by name, else from the first "
+                        "line)")
     parser.add_argument("--machine", type=machine, default=None, metavar="NAME|NODES[xCORES]", help=MACHINE_HELP)
     parser.add_argument("--columns", type=columns, default=None, metavar="K=V,K=V", help=COLUMNS_HELP)
     parser.add_argument("--round", type=round_arg, default=None, metavar="MODE|FIELD=MODE,...", help=ROUND_HELP)
     parser.add_argument("--on-duplicate", choices=("warn", "error"), default="warn", help=DUPLICATE_HELP)
+
+
+class _Deprecated(argparse.Action):
+    """A renamed flag's old spelling: it stores into the new flag's value, and says once that it is deprecated."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", target: argparse.Action | None = None,
+                 **kwargs) -> None:
+        self.new, self.target = new, target
+        super().__init__(option_strings, dest, **kwargs)
+
+    noted: set[str] = set()  # each old spelling is noted once per process (some tools parse twice)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        if option_string not in self.noted:
+            self.noted.add(option_string)
+            sys.stderr.write(f"note: {option_string} is deprecated; use {self.new} (it means the same)\n")
+        self.target(parser, namespace, values, self.new)
+
+
+def alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Make ``old`` a deprecated spelling of the flag ``new`` (already added): same value, hidden from ``--help``."""
+    target = next(a for a in parser._actions if new in a.option_strings)
+    parser.add_argument(old, dest=target.dest, action=_Deprecated, new=new, target=target, nargs=target.nargs,
+                        type=target.type, choices=target.choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                        metavar=target.metavar)
 
 
 def _checked(parse: Callable[[str], object]) -> Callable[[str], str]:

@@ -52,6 +52,10 @@ class SchedulingEnv(gym.Env):
     arrival order and picks one. If it fits in the free nodes it starts now and the agent decides again at the same
     time; if not, it becomes the blocked head: with ``backfill="easy"`` it gets a reservation at its shadow time
     and the other waiting jobs are backfilled around it (scanned in the order of ``order``), then time advances.
+    Such a choice commits nothing beyond that pass: the job keeps no reservation, and at the next decision the agent
+    may pick any waiting job (under ``backfill="rlscheduler"`` the shadow time is kept while the same job is picked
+    again). Without backfilling it is in effect a wait until the next job end or arrival. So how many decisions an
+    episode has depends on the choices, which matters for a discount ``gamma < 1`` (the reward comes at the end).
 
     Decisions that cannot change the schedule are skipped (the simulator resolves them itself):
     1. no job waits;
@@ -62,11 +66,15 @@ class SchedulingEnv(gym.Env):
     ## Action space
     ``Discrete(slots)``: the slot (row) of the job to schedule. :meth:`action_masks` marks the slots that hold a
     job, as sb3-contrib's ``MaskablePPO`` expects; they are always the first ``v`` slots (``v`` waiting jobs, at most
-    ``slots``). An action outside the mask has a fixed meaning by default (``invalid_action="wrap"``): action ``a``
-    schedules slot ``a mod v``, and ``info["invalid_actions"]`` counts such actions in the episode. This is what
-    lets generic algorithms and the environment checkers, which sample from the whole action space, run unchanged.
-    ``invalid_action="raise"`` is the strict mode for debugging: a ``ValueError`` instead. Actions must be whole
-    numbers (``2.5`` is an error, not slot 2).
+    ``slots``). The same mask is ``info["action_mask"]`` after every ``reset`` and ``step`` (Gymnasium's
+    convention), which reaches code behind any wrapper; :func:`hpcgym.action_masks` reads the method through
+    wrappers.
+    An action of the action space outside the mask has a fixed meaning by default (``invalid_action="wrap"``):
+    action ``a`` schedules slot ``a mod v``, and ``info["invalid_actions"]`` counts such actions in the episode.
+    This is what lets generic algorithms and the environment checkers, which sample from the whole action space,
+    run unchanged. ``invalid_action="raise"`` is the strict mode for debugging: a ``ValueError`` instead. An action
+    outside the action space (negative, or ``slots`` and above) is a ``ValueError`` in both modes, and actions must
+    be whole numbers (``2.5`` is an error, not slot 2).
 
     ## Observation space
     ``Box(0, 1, shape=(slots + 1, 8), float32)``. Rows ``0..slots-1`` are waiting jobs (padding rows are all zero,
@@ -115,7 +123,8 @@ class SchedulingEnv(gym.Env):
     Terminated when every job of the window has finished. Never truncated.
 
     ## Info
-    Every step: ``time``, ``waiting``, ``decisions``, ``done``. At the end also ``metrics`` (see
+    Every step (and ``reset``): ``time``, ``waiting``, ``decisions``, ``done``, ``invalid_actions`` (so far this
+    episode) and ``action_mask`` (the valid slots, as :meth:`action_masks`). At the end also ``metrics`` (see
     :func:`hpcgym.metrics.summarize`), ``compare`` (the objective of each ``compare_with`` heuristic on the same
     window and backfill mode), ``records`` (per-job columns as numpy arrays: ``pd.DataFrame(records)``
     gives the table), ``window_start`` (row of the split, or
@@ -152,7 +161,9 @@ class SchedulingEnv(gym.Env):
       vector environment, ``invalid_action="wrap"`` as the default (it used to be ``"raise"``), and
       ``time_scale`` (its default is the old behaviour). One fix changed what agents see: until 2026-11-25 the
       machine row's time of day was right only for windows that start at the trace's first job (it added the
-      window's clock to the trace's start); agents trained before then saw noise in that column.
+      window's clock to the trace's start); agents trained before then saw noise in that column. Since 2026-11-26
+      ``info["action_mask"]`` is in every info, and an action outside the action space is refused in
+      ``invalid_action="wrap"`` mode too (it used to wrap like one outside the mask).
     - v1: ``predictor="last2"`` and ``features="v1"``: EASY reserves and backfills on runtime predictions, and the
       observation has the 4 more columns above. A prediction that expires is an event, so an agent may get a
       decision at a time v0 would not give one.
@@ -308,10 +319,13 @@ class SchedulingEnv(gym.Env):
         if self._window is None or self.sim.done:
             raise ValueError("the episode is over (or never started): call reset() before step()")
         action = whole_number(action, "action")
-        if not (0 <= action < len(self._mask)) or not self._mask[action]:
+        if not 0 <= action < len(self._mask):
+            raise ValueError(f"action {action} is outside the action space {self.action_space}")
+        if not self._mask[action]:
             if self.invalid_action == "raise":
-                raise ValueError(f"invalid action {action}: slot is empty, out of range or not allowed now "
-                                 f"({int(self._mask.sum())} valid actions; use env.action_masks())")
+                raise ValueError(f"invalid action {action}: not allowed now (an empty slot, or a choice the action "
+                                 f"mode does not offer; {int(self._mask.sum())} valid actions; the valid ones are "
+                                 "info['action_mask'], or hpcgym.action_masks(env))")
             self.invalid_actions += 1
             action = int(np.flatnonzero(self._mask)[action % int(self._mask.sum())])  # the (a mod v)-th valid one
         sim = self.sim
@@ -355,7 +369,8 @@ class SchedulingEnv(gym.Env):
 
     def _info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
-                                "done": result is not None, "invalid_actions": self.invalid_actions}
+                                "done": result is not None, "invalid_actions": self.invalid_actions,
+                                "action_mask": self._mask.copy()}
         if result is not None:
             info.update(episode_info(result, self._window.start_row))
         return info

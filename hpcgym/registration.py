@@ -1,4 +1,6 @@
-"""The registered environment ids (``hpcgym/<name>-v0``, ``-v1``) and :func:`make`, a thin alias of ``gymnasium.make``.
+"""The environment ids (``hpcgym/<name>-v0``, ``-v1``), :func:`make` and :func:`action_masks` (through wrappers).
+
+:func:`make` is a thin alias of ``gymnasium.make``; :func:`action_masks` reads the valid actions behind any wrappers.
 
 A ``-v1`` id is its ``-v0`` id with runtime predictions and the observation's history columns
 (``predictor="last2"``, ``features="v1"``; see :class:`hpcgym.env.SchedulingEnv`).
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from hpcgym.errors import UnknownNameError
 
@@ -58,3 +61,25 @@ def make_vec(env_id: str, num_envs: int = 1, **kwargs: Any) -> gym.vector.Vector
     The same as ``gymnasium.make_vec("hpcgym/<id>", num_envs, vectorization_mode="vector_entry_point", **kwargs)``.
     """
     return gym.make_vec(_full_id(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
+
+
+def action_masks(env: Any) -> np.ndarray:
+    """The valid actions of an hpcgym environment behind any wrappers: ``(slots,)``, or ``(num_envs, slots)``.
+
+    Gymnasium's wrappers (``OrderEnforcing``, ``RecordEpisodeStatistics``, ...) do not pass ``action_masks()`` on;
+    this reads it from the environment inside (``env.unwrapped``). It takes a single environment, the vector
+    environment (``hpcgym.make_vec``), or Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv`` of single ones (for
+    those, ``infos["action_mask"]`` is the same, batched). ``info["action_mask"]`` needs no access to the env.
+
+    >>> import hpcgym
+    >>> env = hpcgym.make("lublin256-v0")  # wrapped in OrderEnforcing and PassiveEnvChecker
+    >>> _, info = env.reset(seed=0)
+    >>> bool((hpcgym.action_masks(env) == info["action_mask"]).all())
+    True
+    """
+    inner = env.unwrapped
+    if hasattr(inner, "action_masks"):
+        return inner.action_masks()
+    if hasattr(inner, "call"):  # Gymnasium's own vector environments of single hpcgym environments
+        return np.stack(inner.call("action_masks"))
+    raise TypeError(f"{type(inner).__name__} is not an hpcgym environment (it has no action_masks)")

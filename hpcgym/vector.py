@@ -7,16 +7,29 @@ one numba call; Python only runs at the end of an episode (the result, the next 
 windows with its own generator through the single environment's code, so copy ``i`` reset with seed ``s + i``
 plays exactly the episodes of a single environment reset with that seed (the tests check it).
 
+Infos are Gymnasium's vector infos: a dict of arrays with one entry per copy, each key ``k`` beside a boolean
+``_k`` that says which copies have it. Every step (and ``reset``) has ``time``, ``waiting``, ``decisions``,
+``done``, ``invalid_actions`` (so far in each copy's episode) and ``action_mask`` (``(num_envs, slots)``, as
+:meth:`~SchedulingVectorEnv.action_masks`), the single env's keys batched.
+
 Autoreset is Gymnasium's ``SAME_STEP`` mode: the step that ends an episode returns the next episode's first
-observation, and ``infos["final_obs"]`` / ``infos["final_info"]`` hold the finished one's (masked by
-``infos["_final_info"]``). :attr:`SchedulingVectorEnv.final_infos` keeps the last step's finished episodes' infos
-as plain dicts (copy -> info), which is what the Stable-Baselines3 adapter (:mod:`agents.vec`) reads.
+observation, and ``infos["final_obs"]`` (an object array: the finished observation, ``None`` for the copies that
+did not end) and ``infos["final_info"]`` hold the finished episodes'. ``final_info`` is again a dict of arrays,
+not a list of dicts: copy ``i``'s mean bounded slowdown is ``infos["final_info"]["metrics"]["bsld_mean"][i]``,
+valid where ``infos["_final_info"][i]`` is True (the other copies hold zeros). :attr:`SchedulingVectorEnv.final_infos`
+keeps the last step's finished episodes' infos as plain dicts (copy -> the single env's final info), which is what
+the Stable-Baselines3 adapter (:mod:`agents.vec`) reads.
+
+With ``gymnasium.make_vec(..., vectorization_mode="sync")`` Gymnasium steps single environments in a loop
+instead: the same episodes, but its ``SyncVectorEnv`` has Gymnasium's default ``NEXT_STEP`` autoreset (the step
+after an episode's end only resets that copy, and its action is ignored) and no ``action_masks()``
+(:func:`hpcgym.action_masks` or ``infos["action_mask"]`` work there too).
 
 >>> import hpcgym
 >>> envs = hpcgym.make_vec("lublin256-v0", num_envs=4)
 >>> obs, info = envs.reset(seed=0)
->>> obs.shape, envs.action_masks().shape
-((4, 129, 8), (4, 128))
+>>> obs.shape, envs.action_masks().shape, info["action_mask"].shape
+((4, 129, 8), (4, 128), (4, 128))
 """
 
 from __future__ import annotations
@@ -64,8 +77,9 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of :class:`~hpcgym.env.SchedulingEnv` (every keyword argument is the single env's).
 
     Observations are ``(num_envs, slots + 1, features)``, actions ``(num_envs,)`` slots, and
-    :meth:`action_masks` is ``(num_envs, slots)``. Per-step infos are arrays (``time``, ``waiting``, ``decisions``);
-    an episode's end adds ``final_obs`` and ``final_info`` (the single env's final info) for that copy.
+    :meth:`action_masks` is ``(num_envs, slots)``. Infos are described in the module docstring. :attr:`time_scale`
+    is the observation's time scale, shared by every copy: pass it to the environments an agent trained here is
+    validated or evaluated in (``time_scale=envs.time_scale``).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -81,6 +95,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.render_mode = None
+        self.time_scale: float = template.time_scale  #: seconds the time features map to 1 (the single env's)
         self.buffers = Buffers.allocate(template.window, (self.num_envs,), history=template.predictor.k)
         self._arrays = tuple(self.buffers.jobs), tuple(self.buffers.state)  # plain tuples: quicker to pass to numba
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
@@ -91,6 +106,9 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._status = np.zeros(self.num_envs, np.int64)
         self._decisions = np.zeros(self.num_envs, np.int64)
         self._clock0 = np.zeros(self.num_envs, np.int64)
+        self._invalid = np.zeros(self.num_envs, np.int64)  # each copy's invalid actions in its episode
+        self._every = np.ones(self.num_envs, bool)
+        self._every.flags.writeable = False
         self.final_infos: dict[int, dict[str, Any]] = {}
         self.invalid_actions = 0
 
@@ -127,6 +145,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
             env = self.envs[i]
             env.sim.sync(core.DONE, int(self._decisions[i]))
             result = env.finish()
+            env.invalid_actions = int(self._invalid[i])
             reward[i] = result.reward
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)
@@ -156,6 +175,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._status[i] = core.DECIDE if not sim.done else core.DONE
         self._decisions[i] = sim.decisions
         self._clock0[i] = self.envs[i]._clock0
+        self._invalid[i] = 0
 
     def _checked(self, actions: np.ndarray) -> np.ndarray:
         """Valid actions are those of the mask; map (the ``(a mod v)``-th valid one) or refuse the others."""
@@ -164,24 +184,31 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
                 raise ValueError(f"actions must be integer slots, got {actions}")
         actions = actions.astype(np.int64)
         width = self._mask.shape[1]
-        inside = (actions >= 0) & (actions < width)
-        allowed = self._mask[np.arange(self.num_envs), np.where(inside, actions, 0)] & inside
-        bad = ~allowed & (self._status != core.DONE)
+        outside = (actions < 0) | (actions >= width)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise ValueError(f"action {actions[i]} of copy {i} is outside the action space Discrete({width})")
+        bad = ~self._mask[np.arange(self.num_envs), actions] & (self._status != core.DONE)
         if bad.any():
             valid = self._mask.sum(axis=1)
             if self.envs[0].invalid_action != "wrap":
                 i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"invalid action {actions[i]} for copy {i}: slot is empty, out of range or not "
-                                 f"allowed now ({valid[i]} valid actions; use envs.action_masks())")
+                raise ValueError(f"invalid action {actions[i]} for copy {i}: not allowed now (an empty slot, or a "
+                                 f"choice the action mode does not offer; {valid[i]} valid actions; the valid ones "
+                                 "are infos['action_mask'], or envs.action_masks())")
             self.invalid_actions += int(bad.sum())
+            self._invalid += bad
             for i in np.flatnonzero(bad):
                 actions[i] = np.flatnonzero(self._mask[i])[actions[i] % valid[i]]
         return actions
 
     def _step_info(self) -> dict[str, Any]:
         sc = self.buffers.state.sc
-        return {"time": sc[:, T].copy(), "waiting": sc[:, QE] - sc[:, QS],
-                "decisions": self._decisions.copy(), "done": self._status == core.DONE}
+        every = self._every  # every copy has every key (Gymnasium's "_key" convention); read-only, shared
+        return {"time": sc[:, T].copy(), "_time": every, "waiting": sc[:, QE] - sc[:, QS], "_waiting": every,
+                "decisions": self._decisions.copy(), "_decisions": every, "done": self._status == core.DONE,
+                "_done": every, "invalid_actions": self._invalid.copy(), "_invalid_actions": every,
+                "action_mask": self._mask.copy(), "_action_mask": every}
 
 
 def _seeds(seed: int | list[int | None] | None, n: int) -> list[int | None]:

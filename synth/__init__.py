@@ -2,10 +2,15 @@
 
 Every synthesizer has ``fit(job_table)``, ``sample(n_jobs, seed)``, ``save(dir)`` and ``Synthesizer.load(dir)``;
 :func:`get` builds one by name. The SDV and REaLTabFormer models need the ``[synth]`` and ``[rtf]`` extras.
+
+A new generator is a subclass of :class:`synth.base.Synthesizer`. :func:`register` adds it by name for one process;
+an installed package adds it for every process (``synth.fit --model``, ``experiments.train --synthesizer``) through
+the ``hpcgym.synthesizers`` entry points, each naming its class as ``"module:Class"`` (``docs/extend.md``).
 """
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import Any
 
 from hpcgym.errors import UnknownNameError
@@ -22,19 +27,47 @@ MODELS: dict[str, str] = {
     "realtabformer": "synth.realtabformer:REaLTabFormerModel",
 }
 DEFAULT = "arrivals"
+#: The entry-point group of installed packages' synthesizers (each a ``"module:Class"``).
+ENTRY_POINTS = "hpcgym.synthesizers"
+_plugins_loaded = False
+
+
+def register(name: str, cls: type | str) -> None:
+    """Add a synthesizer class (or its ``"module:Class"``) under ``name`` for this process."""
+    MODELS[name.lower()] = cls if isinstance(cls, str) else f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _load_plugins() -> None:
+    """Add the installed packages' synthesizers (their classes are imported only when used)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for point in entry_points(group=ENTRY_POINTS):
+        MODELS.setdefault(point.name.lower(), point.value)
+
+
+def names() -> list[str]:
+    """Every synthesizer's name: the built-in ones, then those registered or installed."""
+    _load_plugins()
+    return list(MODELS)
 
 
 def model_class(name: str) -> type:
-    """The synthesizer class of a name (see :data:`MODELS`)."""
+    """The synthesizer class of a name (see :func:`names`)."""
     import importlib
 
     key = name.lower()
     if key not in MODELS:
-        raise UnknownNameError("synthesizer", name, MODELS)
+        _load_plugins()
+    if key not in MODELS:
+        raise UnknownNameError("synthesizer", name, MODELS,
+                               hint="Add one with synth.register or the hpcgym.synthesizers entry points "
+                                    "(docs/extend.md).")
     module, _, cls = MODELS[key].partition(":")
     return getattr(importlib.import_module(module), cls)
 
 
 def get(name: str, **params: Any):
-    """A new, unfitted synthesizer by name (see :data:`MODELS`)."""
+    """A new, unfitted synthesizer by name (see :func:`names`)."""
     return model_class(name)(**params)

@@ -54,7 +54,7 @@ def fit_key(table: pd.DataFrame, model: str, params: dict[str, Any], seed: int) 
 
     Args:
         table: the training table.
-        model: a registered model name (:data:`synth.MODELS`).
+        model: a registered model name (:func:`synth.names`).
         params: the model's constructor settings.
         seed: the fit's seed.
 

@@ -78,7 +78,7 @@ class FitCache:
 
         Args:
             label: the trace's short name (the folder's prefix).
-            model: a registered model name (:data:`synth.MODELS`).
+            model: a registered model name (:func:`synth.names`).
             table: the training table.
             seed: the fit's seed.
             max_nodes: the machine's size (:class:`~synth.base.Synthesizer`'s ``max_nodes``).

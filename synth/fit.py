@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="theta", help="bundled trace name or file (default: theta)")
     cli.add_trace_args(ap)
-    ap.add_argument("--model", default=synth.DEFAULT, choices=sorted(synth.MODELS), help="default: arrivals")
+    ap.add_argument("--model", default=synth.DEFAULT, choices=synth.names(),
+                    help="the synthesizer (with those of installed packages: docs/extend.md; default: arrivals)")
     ap.add_argument("--split", default="train", choices=["train", "all"], help="default: train (first 70%%)")
     ap.add_argument("--epochs", type=int, default=None, help="training epochs (neural models)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the fit (default: 0)")

@@ -7,7 +7,7 @@ Command line::
 ``--real`` is a bundled trace name or a trace file; it is split chronologically: the **test split** (last 30%) is
 the reference, the **train split** the noise floor and the source of the bootstrap baseline (and what a model named
 by ``--synthetic`` is fitted on). ``--synthetic`` is a trace file (SWF/CSV), a directory written by
-:meth:`synth.base.Synthesizer.save`, or a name from :data:`synth.MODELS`. By default as many synthetic jobs as the
+:meth:`synth.base.Synthesizer.save`, or a name from :func:`synth.names`. By default as many synthetic jobs as the
 test split holds are compared. A model is sampled ``--samples`` times (default 3, seeds ``--seed``, ``--seed + 1``,
 ...): the summary and the targets are the mean over the samples, with their range (:func:`synth.fidelity.pool`),
 because one sample is too noisy to judge a generator by; a trace file is one sample. The metrics are computed by
@@ -59,7 +59,7 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0,
 
     A trace file is read for the real machine and cut to its first ``n`` jobs when longer (one sample); a saved
     model (:meth:`synth.base.Synthesizer.load`) samples ``n`` jobs ``samples`` times, with seeds ``seed``,
-    ``seed + 1``, ...; a name from :data:`synth.MODELS` is fitted on ``train`` (with ``seed``) first.
+    ``seed + 1``, ...; a name from :func:`synth.names` is fitted on ``train`` (with ``seed``) first.
 
     Args:
         spec: the ``--synthetic`` argument.
@@ -93,12 +93,12 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0,
         table = head(table, n)
         kept = f" (the first {n:,} of {total:,} jobs)" if total > n else ""
         return [table], f"trace file `{path}`{kept}"
-    if spec.lower() in synth.MODELS:
+    if spec.lower() in synth.names():
         # the real machine's size, not the train split's largest job (issue 11: lublin's size model needs it)
         model = synth.get(spec, max_nodes=machines.get(train.attrs["machine"]).nodes).fit(train, seed=seed)
         return _draw(model, n, seed, samples), f"model `{spec}` fitted on the train split, {_drawn(n, seed, samples)}"
     raise ValueError(f"--synthetic {spec!r} is not a trace file, a saved model directory or a model name "
-                     f"({', '.join(synth.MODELS)})")
+                     f"({', '.join(synth.names())})")
 
 
 def _draw(model: Any, n: int, seed: int, samples: int) -> list[pd.DataFrame]:
@@ -143,7 +143,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                                  "--format/--machine/--columns)")
     cli.add_trace_args(p)
     p.add_argument("--synthetic", required=True,
-                   help="trace file (SWF/CSV), saved model directory, or model name from synth.MODELS; a saved model "
+                   help="trace file (SWF/CSV), saved model directory, or model name (synth.names()); a saved model "
                         "must have been fitted for --real's machine (the same node count)")
     p.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
     p.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the real trace")

@@ -22,14 +22,15 @@ from synth.base import Synthesizer
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
-    ap = argparse.ArgumentParser(prog="python -m synth.sample", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, required=True, help="a directory written by synth.fit")
-    ap.add_argument("--jobs", type=int, default=10_000, help="jobs to sample (default: 10,000)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap = cli.ArgumentParser(prog="python -m synth.sample", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, required=True, help="a directory written by synth.fit (required; it holds "
+                    "a pickle: load only folders you trust)")
+    ap.add_argument("--jobs", type=cli.positive_int, default=10_000, help="jobs to sample (default: 10,000)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the sample: the same seed, the same jobs (default: 0)")
     ap.add_argument("--machine", default=None,
                     help="catalog machine for the SWF header and processor fields (default: the model's own)")
-    ap.add_argument("--out", type=Path, required=True, help="output .swf[.gz] or .csv file")
+    ap.add_argument("--out", type=Path, required=True, help="output .swf[.gz] or .csv file (required)")
     args = ap.parse_args(argv)
     model = Synthesizer.load(args.model)
     try:

@@ -48,7 +48,7 @@ def test_site_builds_strict_and_every_page_is_there(site: Path) -> None:
     for page in ("index", "protocol/index", "definitions/index", "simulation/index", "cli/index", "architecture/index",
                  "results/index",
                  "benchmarks/index", "api/env/index", "api/sim/index", "api/data/index", "api/synth/index",
-                 "api/agents/index"):
+                 "api/agents/index", "api/baselines/index", "api/experiments/index", "extend/index"):
         assert (site / f"{page}.html").is_file(), f"{page}.html is missing from the built site"
 
 
@@ -63,6 +63,54 @@ def test_api_page_renders_the_environment_docstring(site: Path) -> None:
     # A sentence from the body: the whole docstring is rendered, not just its first line.
     body = " ".join(doc.split("## Episode end", 1)[1].split("##", 1)[0].split())
     assert body in text, f"the API page lacks the SchedulingEnv docstring's 'Episode end' section {body!r}"
+
+
+API_PAGES = ("env", "sim", "data", "synth", "agents", "baselines", "experiments")
+
+
+def test_api_pages_render_roles_as_links_not_text(site: Path) -> None:
+    """No reStructuredText role is left as text, and the roles to objects with a section are links to it."""
+    for page in API_PAGES:
+        raw = (site / "api" / page / "index.html").read_text(encoding="utf-8")
+        literal = re.findall(r":(?:func|class|meth|mod|data|attr|exc):(?:<code>|`)", raw)
+        assert not literal, f"api/{page}: {len(literal)} roles shown as text, e.g. {literal[:3]}"
+    sim = (site / "api" / "sim" / "index.html").read_text(encoding="utf-8")
+    # hpcgym.sim's docstring: ":func:`simulate` runs a whole stream" links to the section of hpcgym.sim.simulate
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#hpcgym\.sim\.simulate"[^>]*><code>simulate'
+                     r"</code></a> runs a whole stream", sim)
+    env = (site / "api" / "env" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'href="\.\./data/#hpcgym\.machines\.Machine"', env), "a role to another page is not a link"
+
+
+def test_api_pages_document_each_object_once(site: Path) -> None:
+    """A re-exported object has one section, where it is defined (not also under the package that imports it)."""
+    import importlib
+
+    seen: dict[int, str] = {}
+    twice = []
+    for page in API_PAGES:
+        raw = (site / "api" / page / "index.html").read_text(encoding="utf-8")
+        for path in re.findall(r'<h[2-6] id="([\w.]+)" class="doc doc-heading"', raw):
+            module, _, name = path.rpartition(".")
+            if importlib.util.find_spec(path.split(".")[0]) and _is_module(path):
+                continue  # a module's own heading
+            try:
+                obj = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError, ValueError):
+                continue  # a module's own heading, or a member of a class
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            if id(obj) in seen and seen[id(obj)] != path:
+                twice.append(f"{path} and {seen[id(obj)]}")
+            seen.setdefault(id(obj), path)
+    assert seen and not twice, f"documented twice: {twice[:5]}"
+
+
+def _is_module(path: str) -> bool:
+    try:
+        return importlib.util.find_spec(path) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def test_pages_the_code_cites_exist() -> None:
@@ -94,7 +142,7 @@ def test_cli_reference_lists_every_flag_of_every_tool() -> None:
     documented = set(gen_cli.blocks(text))
     tools = {"hpcgym.traces", "baselines.run", "baselines.tune", "synth.fit", "synth.sample", "synth.report",
              "experiments.train", "experiments.evaluate", "experiments.compare", "experiments.seeds",
-             "experiments.sweep", "experiments.recipe_sweep", "experiments.study"}
+             "experiments.sweep", "experiments.recipe_sweep", "experiments.study", "experiments.plots"}
     assert tools <= documented, f"docs/cli.md has no help block for {sorted(tools - documented)}"
     diffs = gen_cli.differences(text)
     assert not diffs, "docs/cli.md is out of date; run `python docs/gen_cli.py`:\n" + "\n".join(diffs)

@@ -14,7 +14,7 @@ from baselines import priorities
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--trace", "lublin-256", "--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64",
-        "--slots", "32", "--eval-windows", "2", "--eval-length", "128", "--val-windows", "2", "--val-length", "256",
+        "--slots", "32", "--eval-windows", "2", "--eval-window", "128", "--val-windows", "2", "--val-window", "256",
         "--val-every", "256", "--clone-episodes", "4", "--clone-window", "256", "--clone-epochs", "20"]
 
 
@@ -58,7 +58,7 @@ def test_train_and_evaluate_end_to_end(tmp_path):
 
     assert {a.time_scale for a in RunFolder(run_dir).agents().values()} == {scale}  # evaluation reuses it
     ev = run([sys.executable, "-m", "experiments.evaluate", "--model", str(run_dir), "--trace", "lublin-256",
-              "--windows", "2", "--length", "128", "--out", str(tmp_path / "ev")]).stdout
+              "--windows", "2", "--window", "128", "--out", str(tmp_path / "ev")]).stdout
     assert "lublin-256-synthetic-ppo-s0" in ev
     per_window = pd.read_csv(tmp_path / "ev" / "per_window.csv")
     assert per_window.groupby("scheduler")["window"].nunique().eq(2).all()
@@ -66,7 +66,7 @@ def test_train_and_evaluate_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_several_seeds_make_one_table(tmp_path):
-    out = run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--seeds", "0", "1", "--jobs", "2",
+    out = run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--seeds", "0", "1", "--workers", "2",
                         "--run-name", "multi")).stdout
     tstr = run([sys.executable, "-m", "experiments.compare", str(tmp_path / "multi-s0"),
                 str(tmp_path / "multi-s1")]).stdout

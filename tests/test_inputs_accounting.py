@@ -453,7 +453,7 @@ def test_train_smoke_on_a_slurm_log(tmp_path):
     log = tmp_path / "my.sacct"
     testing.write_sacct(traces.load("lublin-256"), log)
     tiny = ["--envs", "2", "--n-steps", "64", "--batch-size", "64", "--window", "64", "--slots", "32",
-            "--eval-windows", "1", "--eval-length", "128", "--val-windows", "1", "--val-length", "128",
+            "--eval-windows", "1", "--eval-window", "128", "--val-windows", "1", "--val-window", "128",
             "--val-every", "128", "--clone", "", "--timesteps", "128", "--runs-dir", str(tmp_path / "runs")]
     proc = subprocess.run([sys.executable, "-m", "experiments.train", "--workload", "real", "--trace", str(log),
                            "--format", "slurm", *tiny], capture_output=True, text=True, cwd=REPO, timeout=300)

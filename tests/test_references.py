@@ -70,7 +70,7 @@ def test_the_bundled_fits_exist_and_were_made_on_the_train_split():
 def test_tune_cli(tmp_path):
     out = tmp_path / "tuned.json"
     cmd = [sys.executable, "-m", "baselines.tune", "--trace", "lublin-256", "--backfill", "easy", "--windows", "2",
-           "--length", "200", "--evaluations", "10", "--predictors", "last2", "--out", str(out), "--quiet"]
+           "--window", "200", "--evaluations", "10", "--predictors", "last2", "--out", str(out), "--quiet"]
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "tuning bsld" in text and tuned.load(out).command.startswith("python -m baselines.tune --trace lublin-256")
     bad_cmd = [c if c != "last2" else "oracle" for c in cmd]

@@ -150,7 +150,7 @@ sys.exit(train.main(sys.argv[3:]))
 """
 #: rollouts of 128 steps (2 copies x 64), a validation every 160 steps
 SMALL = ["--trace", "lublin-256", "--envs", "2", "--n-steps", "64", "--batch-size", "64", "--window", "64",
-         "--slots", "16", "--eval-windows", "2", "--eval-length", "128", "--val-windows", "2", "--val-length", "128",
+         "--slots", "16", "--eval-windows", "2", "--eval-window", "128", "--val-windows", "2", "--val-window", "128",
          "--val-every", "160", "--clone-episodes", "2", "--clone-window", "128", "--clone-epochs", "5",
          "--run-name", "r", "--quiet"]
 

@@ -76,7 +76,7 @@ def read_only_below(monkeypatch, root: Path) -> None:
 # ---- every tool that reads run folders ---------------------------------------------------------------------------
 #: (tool, its arguments around the run folder(s), what it needs of a run)
 READERS = [
-    (evaluate.main, lambda runs, tmp: ["--model", *runs, "--windows", "2", "--length", "64"], "model"),
+    (evaluate.main, lambda runs, tmp: ["--model", *runs, "--windows", "2", "--window", "64"], "model"),
     (compare.main, lambda runs, tmp: [*runs], "evaluation"),
     (seeds.main, lambda runs, tmp: [*runs, "--out", tmp / "table"], "evaluation"),
 ]
@@ -199,11 +199,11 @@ FAILED_TRAINING = {  # argv (given the temporary folder), what the line says
     "unreadable csv": (lambda tmp: ["--trace", _bad_csv(tmp)], "jobs.csv, line 1"),
     "seed -1": (lambda tmp: ["--seed", "-1"], "--seed must be between 0 and"),
     "machine 0": (lambda tmp: ["--machine", "0"], "--machine"),
-    "test windows too long": (lambda tmp: ["--trace", "lublin-256", "--eval-length", "9000"],
-                              "--eval-length 9000 is longer than the trace's test split"),
+    "test windows too long": (lambda tmp: ["--trace", "lublin-256", "--eval-window", "9000"],
+                              "--eval-window 9000 is longer than the trace's test split"),
     "training windows too long": (lambda tmp: ["--trace", "lublin-256", "--workload", "real", "--window", "9000"],
                                   "--window 9000 is longer than the trace's training part"),
-    "validation windows too long": (lambda tmp: ["--trace", "lublin-256", "--val-length", "9000"],
+    "validation windows too long": (lambda tmp: ["--trace", "lublin-256", "--val-window", "9000"],
                                     "raise --val-fraction"),
 }
 

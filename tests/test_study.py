@@ -35,7 +35,7 @@ def study_cmd(out, *extra):
 def quick(tmp_path_factory):
     """The quick study over all nine sources and two seeds, run once for the tests below."""
     out = tmp_path_factory.mktemp("study") / "theta"
-    done = run(study_cmd(out, "--jobs", "2"))
+    done = run(study_cmd(out, "--workers", "2"))
     return out, done.stdout
 
 
@@ -72,7 +72,7 @@ def test_second_run_skips_everything_and_a_lost_evaluation_is_redone(quick):
     out, _ = quick
     models = sorted(out.glob("runs/*/model.zip"))
     before = {p: p.stat().st_mtime_ns for p in models}
-    stdout = run(study_cmd(out, "--jobs", "2")).stdout
+    stdout = run(study_cmd(out, "--workers", "2")).stdout
     for stage in ("fit", "train", "evaluate"):
         assert f"[{stage}] 0 to do" in stdout
     assert "[fidelity] 0 to do" in stdout and "in the cache" in stdout
@@ -105,7 +105,7 @@ def test_interrupted_run_resumes_and_other_settings_are_refused(quick, tmp_path)
 def test_quick_study_on_local_ray(tmp_path):
     # four sources (real, a generator fitted in seconds, a trained SDV model, mixed) to keep the test short
     out = tmp_path / "ray"
-    stdout = run(study_cmd(out, "--backend", "ray", "--jobs", "2", "--sources",
+    stdout = run(study_cmd(out, "--backend", "ray", "--workers", "2", "--sources",
                            "real,lublin,gaussiancopula,mixed")).stdout
     assert "[train] 8 to do" in stdout
     rows = pd.read_csv(out / "study.csv")

@@ -162,15 +162,22 @@ def test_replay_buffer_beside_a_checkpoint(tmp_path):
     assert callbacks.replay_buffer_for(tmp_path / "best.zip") is None
 
 
-def test_checkpoints_are_atomic_and_keep_only_the_newest_replay_buffer(tmp_path):
+def test_checkpoints_are_atomic_and_keep_only_the_newest_replay_buffer(tmp_path, monkeypatch):
+    import agents.resume
+
+    # The state file needs a recorded env (tests/test_resume.py checks it); here only the files' life matters.
+    monkeypatch.setattr(agents.resume, "save_state", lambda path, *rest: path.write_bytes(b"state"))
     model = Stub()
-    cb = attach(callbacks.AtomicCheckpointCallback(2, str(tmp_path), save_replay_buffer=True), model)
-    for steps in (10, 20, 30, 40):
+    cb = attach(callbacks.AtomicCheckpointCallback(20, str(tmp_path), "rl_model", save_replay_buffer=True), model)
+    cb.on_training_start(locals(), globals())
+    for steps in (10, 20, 30, 40):  # taken when a rollout starts, once 20 steps have passed since the last one
         model.num_timesteps = steps
-        cb.on_step()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rl_model_20_steps.zip", "rl_model_40_steps.zip",
-                                                          "rl_model_replay_buffer_40_steps.pkl"]
-    assert all(".tmp" in name for name in model.saved)  # written under a temporary name, then renamed
+        cb.on_step()  # SB3 updates the callback's count here; a rollout starts after the last step of the one before
+        cb.on_rollout_start()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "rl_model_20_steps.zip", "rl_model_40_steps.zip", "rl_model_replay_buffer_40_steps.pkl",
+        "rl_model_state_20_steps.pkl.gz", "rl_model_state_40_steps.pkl.gz"]
+    assert len(model.saved) == 2 and all(".tmp" in name for name in model.saved)  # a temporary name, then renamed
 
 
 def test_validation_scores_saves_the_best_and_resumes(tmp_path):

@@ -38,11 +38,11 @@ from hpcgym.machines import Machine, get
 from hpcgym.sim import heuristics, predict
 from hpcgym.sim.core import BACKFILL_MODES, Backfill, schedule
 from hpcgym.sim.engine import Simulator, engine_jobs
-from hpcgym.sim.policy import PriorityPolicy
+from hpcgym.sim.policy import KEY, PriorityPolicy
 from hpcgym.sim.predict import PREDICTORS, Predictor
 from hpcgym.sim.table import check, hold_times
 
-__all__ = ["BACKFILL_MODES", "PREDICTORS", "Backfill", "Predictor", "PriorityPolicy", "Simulator", "heuristics",
+__all__ = ["BACKFILL_MODES", "KEY", "PREDICTORS", "Backfill", "Predictor", "PriorityPolicy", "Simulator", "heuristics",
            "hold_times", "predict", "run_batch", "simulate", "start_times"]
 
 

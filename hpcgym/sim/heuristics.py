@@ -1,8 +1,10 @@
 """The named priority heuristics (lower score runs first; ties: earlier submit, then lower job id) and their registry.
 
 ``w`` is the current wait (``now - submit``), ``r`` the walltime, ``n`` the nodes, ``s`` the submit time. The
-formulas are compiled into the engine (:func:`hpcgym.sim.policy.score`); this module names them. Other packages add
-their own with :func:`register` (:mod:`baselines.priorities` re-exports this module for users).
+formulas are compiled into the engine (:func:`hpcgym.sim.policy.score`); this module names them. Other code adds
+its own with :func:`register` (for one process), and an installed package through the ``hpcgym.heuristics`` entry
+points (:mod:`hpcgym.plugins`), which every CLI, environment and results table then finds by name
+(``docs/extend.md``). :mod:`baselines.priorities` re-exports this module for users.
 
 Three more read the log's history: their ``r`` is a runtime prediction from the user's last two finished jobs
 (:mod:`hpcgym.sim.predict`, after Tsafrir, Etsion and Feitelson, IEEE TPDS 18(6), 2007) instead of the walltime.
@@ -15,6 +17,10 @@ their EASY++. ``sjf-last2`` and ``saf-last2`` are SJF and SAF on the predictions
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
+from hpcgym import plugins
 from hpcgym.errors import UnknownNameError
 from hpcgym.sim import policy as codes
 from hpcgym.sim.policy import PriorityPolicy
@@ -42,10 +48,44 @@ PREDICTIVE: tuple[PriorityPolicy, ...] = (SJBF, SJF_LAST2, SAF_LAST2)
 POLICIES: dict[str, PriorityPolicy] = {p.name: p for p in (*CLASSIC, *PREDICTIVE)}
 
 
+#: The entry-point group of installed packages' heuristics (:mod:`hpcgym.plugins`).
+ENTRY_POINTS = "hpcgym.heuristics"
+_plugins_loaded = False
+
+
 def register(policy: PriorityPolicy) -> PriorityPolicy:
-    """Add a heuristic under its name (environments and CLIs then find it by name)."""
+    """Add a heuristic under its name for this process (environments and CLIs then find it by name).
+
+    To add one to every process (every CLI), declare it in the ``hpcgym.heuristics`` entry points of a package.
+    """
+    if not isinstance(policy, PriorityPolicy):
+        raise TypeError(f"register takes a PriorityPolicy, not {type(policy).__name__}")
     POLICIES[policy.name.lower()] = policy
     return policy
+
+
+def _from_plugin(name: str, obj: Any) -> PriorityPolicy:
+    """An entry point's object as a heuristic named ``name``: a policy, or a function that returns one."""
+    policy = obj() if callable(obj) and not isinstance(obj, PriorityPolicy) else obj
+    if not isinstance(policy, PriorityPolicy):
+        raise TypeError(f"expected a PriorityPolicy (or a function returning one), got {type(policy).__name__}")
+    return policy if policy.name == name else dataclasses.replace(policy, name=name)
+
+
+def load_plugins() -> None:
+    """Register the installed packages' heuristics (once per process; a name taken already is kept)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for name, policy in plugins.load(ENTRY_POINTS, _from_plugin).items():
+        POLICIES.setdefault(name.lower(), policy)
+
+
+def names() -> list[str]:
+    """Every heuristic's name, built-in ones first, then those registered or installed (in table order)."""
+    load_plugins()
+    return list(POLICIES)
 
 
 def get(name: str | PriorityPolicy) -> PriorityPolicy:
@@ -54,5 +94,9 @@ def get(name: str | PriorityPolicy) -> PriorityPolicy:
         return name
     key = name.lower()
     if key not in POLICIES:
-        raise UnknownNameError("policy", name, POLICIES)
+        load_plugins()
+    if key not in POLICIES:
+        raise UnknownNameError("policy", name, POLICIES,
+                               hint="Add your own with hpcgym.sim.heuristics.register or the hpcgym.heuristics entry "
+                                    "points (docs/extend.md).")
     return POLICIES[key]

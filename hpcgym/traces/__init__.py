@@ -1,5 +1,7 @@
 """Job traces: readers (SWF, ALCF and LANL CSVs, CSV tables, Slurm and PBS accounting), bundled traces, splits.
 
+Other formats plug in through :mod:`hpcgym.traces.formats` (a registry, and the ``hpcgym.readers`` entry points).
+
 >>> from hpcgym import traces
 >>> jobs = traces.load("sdsc-sp2")
 >>> len(jobs) > 50_000
@@ -21,7 +23,7 @@ from hpcgym import errors, machines
 from hpcgym.errors import TraceFormatError, UnknownNameError
 from hpcgym.jobs import OnDuplicate, OnInvalid
 from hpcgym.machines import Machine
-from hpcgym.traces import alcf, mustang, pbs, slurm
+from hpcgym.traces import alcf, formats, mustang, pbs, slurm
 from hpcgym.traces._accounting import first_line
 from hpcgym.traces._io import csv_header
 from hpcgym.traces.alcf import read_alcf
@@ -34,7 +36,7 @@ from hpcgym.traces.swf import read_header, read_swf, write_swf
 
 __all__ = ["BUNDLED", "FORMATS", "TraceInfo", "load", "read", "path_of", "split", "window", "window_starts",
            "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm", "read_pbs",
-           "read_header", "detect_format"]
+           "read_header", "detect_format", "formats"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _PWA = "Parallel Workloads Archive (Feitelson, Tsafrir, Krakov, JPDC 74(10), 2014)"
@@ -73,8 +75,8 @@ BUNDLED: dict[str, TraceInfo] = {
 }
 _ALIASES = {"sdsc_sp2": "sdsc-sp2", "lublin256": "lublin-256", "lublin": "lublin-256"}
 _READERS = {"swf": read_swf, "alcf": read_alcf, "mustang": read_mustang, "slurm": read_slurm, "pbs": read_pbs}
-#: The formats :func:`read` knows.
-FORMATS = ("swf", "alcf", "mustang", "csv", "slurm", "pbs")
+#: The formats :func:`read` knows itself; :func:`hpcgym.traces.formats.names` adds the registered and installed ones.
+FORMATS = formats.BUILTIN
 
 
 def _key(name: str) -> str:
@@ -110,9 +112,10 @@ def load(name: str, on_invalid: OnInvalid = "drop") -> pd.DataFrame:
 def detect_format(path: str | Path, columns: object = None) -> str:
     """Guess a file's format from its name, its first line, or its CSV header.
 
-    ``.swf`` in the name is ``swf``, ``.sacct`` is ``slurm``. Else the first line decides: a ``sacct --parsable2``
-    header is ``slurm``, a PBS accounting record ``pbs`` (also for a directory of such files). Else a CSV's header
-    does: ``alcf``, ``mustang`` or ``csv``.
+    ``.swf`` in the name is ``swf``, ``.sacct`` is ``slurm``, and an added format's suffix is that format
+    (:mod:`hpcgym.traces.formats`). Else the first line decides: a ``sacct --parsable2`` header is ``slurm``, a PBS
+    accounting record ``pbs`` (also for a directory of such files), a line an added format recognises is that
+    format. Else a CSV's header does: ``alcf``, ``mustang`` or ``csv``.
 
     With a column mapping, a non-SWF file is ``csv``. A CSV whose header fits no known layout raises
     :class:`~hpcgym.errors.TraceFormatError` ("unsupported layout"), which says to map its columns with ``columns=``.
@@ -124,14 +127,14 @@ def detect_format(path: str | Path, columns: object = None) -> str:
         return "slurm"
     if columns is not None:
         return "csv"
-    line = first_line(path)
-    for fmt, module in (("slurm", slurm), ("pbs", pbs)):
-        if module.looks_like(line):
-            return fmt
+    found = _by_first_line(path)
+    if found:
+        return found
     if Path(path).is_dir():
         raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
     if not name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
-        raise ValueError(f"cannot tell the format of {path}; pass format= one of {', '.join(FORMATS)} (--format)")
+        raise ValueError(f"cannot tell the format of {path}; pass format= one of {', '.join(formats.names())} "
+                         "(--format)")
     header = csv_header(path)
     if all(c in header for c in alcf.REQUIRED):
         return "alcf"
@@ -140,6 +143,18 @@ def detect_format(path: str | Path, columns: object = None) -> str:
     if not missing_keys(identity_mapping(header)):
         return "csv"
     raise TraceFormatError(path, 1, None, unsupported_layout(header))
+
+
+def _by_first_line(path: str | Path) -> str | None:
+    """An added format's suffix, else the format the first line shows (Slurm, PBS, an added one), else None."""
+    found = formats.detect(path, None)
+    if found:
+        return found
+    line = first_line(path)
+    for fmt, module in (("slurm", slurm), ("pbs", pbs)):
+        if module.looks_like(line):
+            return fmt
+    return formats.detect(path, line)
 
 
 def read(
@@ -156,7 +171,8 @@ def read(
 
     Args:
         path: the file (for PBS logs, also a directory of them), or a bundled name (:data:`BUNDLED`).
-        format: one of :data:`FORMATS`; default: :func:`detect_format`.
+        format: one of :func:`hpcgym.traces.formats.names` (the built-in :data:`FORMATS` and those registered or
+            installed); default: :func:`detect_format`.
         machine: a catalog name, a ``NODES[xCORES]`` spec (:func:`hpcgym.machines.parse`) or a :class:`Machine`;
             default: the SWF header's, the largest node count of a Slurm or PBS log's jobs, or the format's machine
             (Theta for ALCF, Mustang for LANL). A generic CSV needs one.
@@ -176,8 +192,8 @@ def read(
             (with the closest names), or an unknown machine. TraceFormatError, InvalidJobError: see the readers.
     """
     mach = machines.parse(machine) if machine is not None else None
-    if format is not None and format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if format is not None and format not in formats.names():
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(formats.names())}")
     if columns is not None and format not in (None, "csv"):
         raise ValueError(f"columns= applies to format='csv', not {format!r}")
     options = {"on_invalid": on_invalid, "round": round, "on_duplicate": on_duplicate, "compact": compact}
@@ -198,8 +214,16 @@ def read(
         raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
     if columns is not None and fmt != "csv":
         raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
+    return _read_file(path, fmt, mach, columns, options)
+
+
+def _read_file(path: str | Path, fmt: str, mach: Machine | None, columns: object,
+               options: dict[str, object]) -> pd.DataFrame:
+    """A file of a known format, read by its reader with :func:`read`'s options."""
     if fmt == "csv":
         return read_csv_table(path, columns, machine=mach, **options)
+    if fmt not in FORMATS:
+        return formats.read_with(formats.get(fmt), path, machine=mach, **options)
     if fmt in ("swf", "slurm", "pbs"):  # their machine comes from the file when none is given
         return _READERS[fmt](path, machine=mach, **options)
     return _READERS[fmt](path, machine=mach or _default_machine(path, fmt), **options)

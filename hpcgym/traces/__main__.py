@@ -1,4 +1,4 @@
-"""Command line: ``python -m hpcgym.traces info|convert <file-or-name>`` and ``python -m hpcgym.traces list``.
+"""Command line: ``python -m hpcgym.traces info|convert <file-or-name>``, ``python -m hpcgym.traces list|formats``.
 
 Examples::
 
@@ -22,6 +22,7 @@ import pandas as pd
 from hpcgym import cli, machines, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.jobs import offered_load
+from hpcgym.traces import formats
 from hpcgym.traces.convert import convert
 
 
@@ -87,9 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "them 1, 2, ... in order of first appearance, so that the file can be shared)")
     cli.add_trace_args(conv)
     sub.add_parser("list", help="list the bundled traces")
+    sub.add_parser("formats", help="list the trace formats --format takes (with those of installed packages)")
     args = parser.parse_args(argv)
     if args.command == "convert":
         return _convert(args)
+    if args.command == "formats":
+        added = formats.added()
+        for name in formats.names():
+            fmt = added.get(name)
+            print(f"{name:10} {'built in' if fmt is None else fmt.description or 'added by an installed package'}")
+        return 0
     if args.command == "list":
         for name, t in traces.BUNDLED.items():
             print(f"{name:16} {t.machine:11} {t.description}  [{t.citation}]")

@@ -275,7 +275,7 @@ def csv_columns(path: str | Path, required: tuple[str, ...], usecols: list[str] 
 
 
 def numeric_column(path: str | Path, raw, col: str, whole: bool = True, limit: float | None = MAX_EXACT,
-                   optional: bool = False) -> np.ndarray:
+                   optional: bool = False, line: Callable[[int], int] | None = None) -> np.ndarray:
     """A CSV column (strings) as float64; a value that is not a (whole) number raises naming its line and column.
 
     Args:
@@ -285,7 +285,9 @@ def numeric_column(path: str | Path, raw, col: str, whole: bool = True, limit: f
         whole: whether the values must be whole numbers.
         limit: the largest magnitude accepted (``None``: any finite value); beyond it raises.
         optional: whether empty cells are allowed (they become NaN).
+        line: row -> its line in the file (default: a CSV's, the header being line 1).
     """
+    line = line or (lambda row: row + 2)
     text = raw[col]
     values = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
     ok = integral(values) if whole else np.isfinite(values)
@@ -294,12 +296,12 @@ def numeric_column(path: str | Path, raw, col: str, whole: bool = True, limit: f
     if not ok.all():
         row = int(np.flatnonzero(~ok)[0])
         what = "a whole number" if whole else "a number"
-        raise TraceFormatError(path, row + 2, col, f"{text.iat[row]!r} is not {what}")
+        raise TraceFormatError(path, line(row), col, f"{text.iat[row]!r} is not {what}")
     if limit is not None:
         over = np.abs(values) > limit
         if over.any():
             row = int(np.flatnonzero(over)[0])
-            raise TraceFormatError(path, row + 2, col, f"{text.iat[row]!r} is out of range (more than {limit:.3g})")
+            raise TraceFormatError(path, line(row), col, f"{text.iat[row]!r} is out of range (more than {limit:.3g})")
     return values
 
 
@@ -370,7 +372,8 @@ class CsvSource:
             ok = np.isfinite(values) & (np.floor(values) == values) if whole else np.isfinite(values)
             if ok.all() and (limit is None or np.abs(values).max(initial=0) <= limit):
                 return values
-        return numeric_column(self.path, pd.DataFrame({col: self.strings(col)}), col, whole, limit, optional)
+        return numeric_column(self.path, pd.DataFrame({col: self.strings(col)}), col, whole, limit, optional,
+                              self.line)
 
     def whole(self, col: str, key: str, rounding: Rounding, optional: bool = False) -> np.ndarray:
         """A column of numbers that should be whole, rounded as ``rounding`` says (float64; NaN where empty)."""

@@ -215,13 +215,13 @@ def read_csv_table(
     text = ("user", "group", "queue", "status")
     src = CsvSource(path, numeric=tuple(c for k, c in cols.items() if k not in text),
                     text=tuple(cols[k] for k in text if k in cols))
-    table, start, flags = _table(src, cols, mach, rounding)
+    table, start, flags = table_columns(src, cols, mach, rounding)
     return finish(table, mach, on_invalid, path, name, start, src.line, flags=flags, on_duplicate=on_duplicate,
                   compact=compact, repaired=rounding.repaired, id_field=cols.get("job_id", "job_id"))
 
 
-def _table(src: CsvSource, cols: Mapping[str, str], mach: Machine, rounding: Rounding):
-    """(the reader's columns, the Unix start, the range flags) of a mapped CSV."""
+def table_columns(src: CsvSource, cols: Mapping[str, str], mach: Machine, rounding: Rounding):
+    """(the reader's columns, the Unix start, the range flags) of a mapped CSV (or of an added format's table)."""
     submit, start, submit_flag = _submit(src, cols, rounding)
     run, run_flag = seconds(src.whole(cols["run"], "run", rounding), "run", cols["run"],
                             src.value_text(cols["run"]))

@@ -1,0 +1,124 @@
+"""hpcgym as code written against Gymnasium alone sees it: masks behind the standard wrappers, the vector env's infos
+read the Gymnasium way, its time scale, and the CleanRL-style single-file example (``examples/cleanrl_ppo.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.wrappers import FlattenObservation, RecordEpisodeStatistics, TimeLimit
+from gymnasium.wrappers.vector import RecordEpisodeStatistics as VectorRecordEpisodeStatistics
+
+import hpcgym
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.filterwarnings("ignore:.*out of date")
+
+
+def _valid(mask: np.ndarray, waiting: int) -> None:
+    """A mask is the first min(waiting, slots) slots: checked against the queue length the info reports."""
+    assert mask.dtype == bool and mask.sum() == min(waiting, mask.shape[-1])
+    assert mask[:min(waiting, mask.shape[-1])].all()
+
+
+def test_the_mask_reaches_code_behind_the_standard_wrappers():
+    env = RecordEpisodeStatistics(FlattenObservation(TimeLimit(gym.make("hpcgym/lublin256-v0", window=64),
+                                                               max_episode_steps=10_000)))
+    with pytest.raises(AttributeError):
+        env.action_masks()  # Gymnasium's wrappers do not pass it on: that is why the info key exists
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=3)
+    steps, done = 0, False
+    while not done:
+        _valid(info["action_mask"], info["waiting"])
+        assert np.array_equal(hpcgym.action_masks(env), info["action_mask"])
+        assert np.array_equal(env.get_wrapper_attr("action_masks")(), info["action_mask"])
+        obs, reward, done, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        steps += 1
+    assert info["invalid_actions"] == 0 and info["episode"]["l"] == steps and info["episode"]["r"] == reward
+
+
+def test_the_vector_env_behind_a_wrapper_replays_single_envs_read_the_gymnasium_way():
+    """Copy i is a single env seeded seed + i: replaying its actions there gives the bsld that ``final_info`` (a
+    dict of arrays under ``_final_info``) reports for it."""
+    envs = VectorRecordEpisodeStatistics(gym.make_vec("hpcgym/lublin256-v0", num_envs=3, window=48,
+                                                      vectorization_mode="vector_entry_point"))
+    rng = np.random.default_rng(1)
+    _, infos = envs.reset(seed=10)
+    actions: list[list[int]] = [[] for _ in range(3)]
+    finished: dict[int, float] = {}
+    while len(finished) < 3:
+        masks = infos["action_mask"]
+        assert masks.shape == (3, 128) and np.array_equal(hpcgym.action_masks(envs), masks)
+        for i in range(3):
+            _valid(masks[i], infos["waiting"][i])
+        step = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        _, _, terminated, _, infos = envs.step(step)
+        for i in range(3):
+            if i not in finished:
+                actions[i].append(int(step[i]))
+        for i in np.flatnonzero(terminated):
+            assert infos["_final_info"][i] and infos["final_obs"][i] is not None
+            finished.setdefault(int(i), float(infos["final_info"]["metrics"]["bsld_mean"][i]))
+        ended = set(np.flatnonzero(terminated).tolist())
+        assert all(infos["final_obs"][i] is None for i in range(3) if i not in ended) if ended else True
+    for i in range(3):
+        single = gym.make("hpcgym/lublin256-v0", window=48)
+        _, info = single.reset(seed=10 + i)
+        for a in actions[i]:
+            _, _, done, _, info = single.step(a)
+        assert done and info["metrics"]["bsld_mean"] == pytest.approx(finished[i], rel=1e-12)
+
+
+def test_the_vector_env_has_the_time_scale_and_per_step_invalid_actions():
+    envs = hpcgym.make_vec("lublin256-v0", num_envs=2, window=48)
+    single = hpcgym.make("lublin256-v0", window=48)
+    assert envs.unwrapped.time_scale == single.unwrapped.time_scale
+    assert hpcgym.make_vec("lublin256-v0", num_envs=2, time_scale=3600.0).unwrapped.time_scale == 3600.0
+    _, infos = envs.reset(seed=0)
+    valid = infos["action_mask"].sum(axis=1)
+    _, _, _, _, infos = envs.step(np.array([valid[0] + 1, 0]))  # copy 0: an empty slot of Discrete(128)
+    assert infos["invalid_actions"].tolist() == [1, 0] and infos["_invalid_actions"].all()
+    with pytest.raises(ValueError, match="outside the action space"):
+        envs.step(np.array([200, 0]))  # not in Discrete(128): refused even in the default "wrap" mode
+    with pytest.raises(ValueError, match="outside the action space"):
+        single.reset(seed=0)
+        single.step(200)
+
+
+def test_sync_vectorization_reads_masks_the_same_way():
+    """``vectorization_mode="sync"``: Gymnasium's loop of single envs (next-step autoreset); masks as infos."""
+    envs = gym.make_vec("hpcgym/lublin256-v0", num_envs=2, window=48, vectorization_mode="sync")
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    _, infos = envs.reset(seed=0)
+    assert np.array_equal(hpcgym.action_masks(envs), infos["action_mask"])
+    _, _, _, _, infos = envs.step(np.zeros(2, np.int64))
+    assert np.array_equal(hpcgym.action_masks(envs), infos["action_mask"])
+
+
+@pytest.mark.slow
+def test_the_single_file_example_trains_a_few_hundred_steps(tmp_path):
+    """examples/cleanrl_ppo.py, as a user runs it, with a budget of a few hundred steps."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "32", "--window", "32", "--seed", "1"]
+    done = subprocess.run([sys.executable, str(REPO / "examples" / "cleanrl_ppo.py"), *argv], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1].startswith("done: 256 steps") and any(line.startswith("episode") for line in lines), lines
+
+
+def test_the_raise_mode_message_names_ways_that_work_through_wrappers():
+    env = gym.make("hpcgym/lublin256-v0", invalid_action="raise")
+    _, info = env.reset(seed=0)
+    empty = int(np.flatnonzero(~info["action_mask"])[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"info\['action_mask'\], or hpcgym.action_masks\(env\)"):
+            env.step(empty)
