@@ -64,9 +64,9 @@ class SchedulingEnv(gym.Env):
     3. exactly one job waits (it is chosen: it starts if it fits, else it blocks).
 
     ## Action space
-    ``Discrete(slots)``: the slot (row) of the job to schedule. :meth:`action_masks` marks the slots that hold a
-    job, as sb3-contrib's ``MaskablePPO`` expects; they are always the first ``v`` slots (``v`` waiting jobs, at most
-    ``slots``). The same mask is ``info["action_mask"]`` after every ``reset`` and ``step`` (Gymnasium's
+    ``Discrete(slots)``: the slot (row) of the job to schedule. :meth:`action_masks` marks the valid actions, as
+    sb3-contrib's ``MaskablePPO`` expects; in the default action mode they are the slots that hold a job, the
+    first ``v`` slots (``v`` waiting jobs, at most ``slots``). The same mask is ``info["action_mask"]`` after every ``reset`` and ``step`` (Gymnasium's
     convention), which reaches code behind any wrapper; :func:`hpcgym.action_masks` reads the method through
     wrappers.
     An action of the action space outside the mask has a fixed meaning by default (``invalid_action="wrap"``):
@@ -75,6 +75,18 @@ class SchedulingEnv(gym.Env):
     run unchanged. ``invalid_action="raise"`` is the strict mode for debugging: a ``ValueError`` instead. An action
     outside the action space (negative, or ``slots`` and above) is a ``ValueError`` in both modes, and actions must
     be whole numbers (``2.5`` is an error, not slot 2).
+
+    The ``action`` argument picks what a choice means (``docs/simulation.md``, "Action modes"):
+
+    - ``"pick"`` (the default): the job to put first in this scheduling pass; it starts if it fits, else it is the
+      blocked head that backfilling reserves for.
+    - ``"guarded"`` (needs ``backfill="easy"``): the ``order`` heuristic runs the pass as EASY does; the agent
+      chooses only which *backfill* candidate starts next, among jobs that fit now and cannot delay the blocked
+      head's reservation (the mask marks them). EASY's promise to the head holds whatever the agent does.
+    - ``"hold"``: as ``"pick"``, plus one more action (``Discrete(slots + 1)``; the last one) that starts nothing
+      and waits for the next event. Holds are bounded: a job that fits while holds go on is charged their length,
+      and once charged ``hold_limit`` seconds it is due (no hold is offered while a due job fits, and only due jobs
+      may be picked), so holds never keep a job from starting for more than ``hold_limit`` seconds.
 
     ## Observation space
     ``Box(0, 1, shape=(slots + 1, 8), float32)``. Rows ``0..slots-1`` are waiting jobs (padding rows are all zero,
@@ -147,6 +159,7 @@ class SchedulingEnv(gym.Env):
       EASY's reservation, its backfill checks and the scan order use instead of the walltimes
       (:mod:`hpcgym.sim.predict`). Kill times stay the walltimes.
     - ``features`` (``"v0"``; ``"v1"`` for the ``-v1`` ids): the observation's columns (above).
+    - ``action`` (``"pick"``), ``hold_limit`` (3600 s, hold mode only): the action mode (see "Action space").
     - ``time_scale`` (None): seconds that the log-scaled time features map to 1; None takes the workload's longest
       walltime (at least 60 s; for a sampled workload, that of :data:`SCALE_SAMPLE_JOBS` jobs sampled with seed 0).
       :attr:`time_scale` holds the value used. An agent must see the *same* scale wherever it plays: give the
