@@ -66,9 +66,9 @@ class SchedulingEnv(gym.Env):
     ## Action space
     ``Discrete(slots)``: the slot (row) of the job to schedule. :meth:`action_masks` marks the valid actions, as
     sb3-contrib's ``MaskablePPO`` expects; in the default action mode they are the slots that hold a job, the
-    first ``v`` slots (``v`` waiting jobs, at most ``slots``). The same mask is ``info["action_mask"]`` after every ``reset`` and ``step`` (Gymnasium's
-    convention), which reaches code behind any wrapper; :func:`hpcgym.action_masks` reads the method through
-    wrappers.
+    first ``v`` slots (``v`` waiting jobs, at most ``slots``). The same mask is ``info["action_mask"]`` after every
+    ``reset`` and ``step`` (Gymnasium's convention), which reaches code behind any wrapper;
+    :func:`hpcgym.action_masks` reads the method through wrappers.
     An action of the action space outside the mask has a fixed meaning by default (``invalid_action="wrap"``):
     action ``a`` schedules slot ``a mod v``, and ``info["invalid_actions"]`` counts such actions in the episode.
     This is what lets generic algorithms and the environment checkers, which sample from the whole action space,
