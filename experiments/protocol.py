@@ -19,6 +19,9 @@ import pandas as pd
 from experiments.arguments import TraceArgs
 from hpcgym import cli
 
+#: the scheduler every results table compares with (win rates, shares of improvement, the seeds' check)
+REFERENCE_HEURISTIC = ("fcfs", "easy")
+
 
 @dataclass
 class Data:
@@ -55,7 +58,6 @@ def validation_starts(data: Data, length: int, count: int) -> list[int]:
 def validation_references(data: Data, length: int, starts: list[int], backfill: str) -> dict[str, float]:
     """Mean bsld on the validation windows of SAF with ``backfill`` and of the reference (the curves' lines)."""
     from baselines.grid import simulate_grid
-    from experiments.runs import REFERENCE_HEURISTIC
     from hpcgym import traces
 
     windows = [traces.window(data.validation, length, start=s) for s in starts]

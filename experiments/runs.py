@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from baselines.grid import label
+from experiments.protocol import REFERENCE_HEURISTIC, agent_env
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
@@ -53,8 +54,7 @@ T = TypeVar("T")
 
 #: where ``experiments.train`` puts run folders unless ``--runs-dir`` says otherwise
 RUNS_DIR = "runs"
-#: the scheduler every results table compares with (win rates, shares of improvement, the seeds' check), and its name
-REFERENCE_HEURISTIC = ("fcfs", "easy")
+#: the name of the scheduler every results table compares with (:data:`experiments.protocol.REFERENCE_HEURISTIC`)
 REFERENCE = label(*REFERENCE_HEURISTIC)
 #: an evaluation's files (in a run's ``eval/``, or any ``experiments.evaluate --out`` folder)
 PER_WINDOW, PER_JOB, SUMMARY, SUMMARY_MD = "per_window.csv", "per_job.csv", "summary.csv", "summary.md"
@@ -336,8 +336,6 @@ class RunFolder:
         for path, kind, suffix in ((self.model, "agent", ""), (self.untrained, "untrained", " (untrained)"),
                                    (self.cloned, "cloned", " (cloned, no RL)")):
             if path.exists():
-                from experiments.protocol import agent_env
-
                 model, args = self.load_network(path)
                 env = agent_env(args)
                 out[self.name + suffix] = Agent(model, env.pop("backfill"), env.pop("slots"), env.pop("order"), kind,

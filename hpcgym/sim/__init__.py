@@ -18,6 +18,7 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
 - ``core.py``: the event loop (:func:`~hpcgym.sim.core.run`) with its two head choosers (compiled, or the
   caller's), and :func:`~hpcgym.sim.core.schedule` for whole streams.
 - ``policy.py``: the priority formulas and :class:`PriorityPolicy`; ``heuristics.py``: the named heuristics.
+- ``actions.py``: the action modes of step mode (what an agent's choice means: pick, guarded, hold).
 - ``predict.py``: runtime predictors (a job's estimate from its user's finished jobs) and their correction.
 - ``table.py``: job tables in (validation, hold times); ``engine.py``: :class:`Simulator`, the Python face of
   step mode.
