@@ -23,7 +23,8 @@ Stages (one progress line per item with its wall time, and a total per stage):
    checkpoints, ``learning_curve.csv``). A synthetic run samples ``--sample-pool`` jobs once, with its seed, and
    trains on windows of them: sampling a window per episode made a realtabformer run take hours. A source whose
    windows need no decision (every job starts on arrival: :class:`hpcgym.errors.NoDecisionError`) is recorded
-   as untrainable, with its offered load, and is no failure: it has no agent and no score, the others go on.
+   as untrainable, with the load of the windows it drew, and is no failure: it has no agent and no score, the
+   others go on.
 3. evaluate: each run's agent, untrained and cloned networks, and every heuristic with and without backfilling,
    on the same test windows of the real trace (``experiments.evaluate``, window seed 0; ``<run>/eval/``).
 4. fidelity: the fidelity report of ``synth.fidelity`` for each generator (a sample of ``--fidelity-jobs`` jobs

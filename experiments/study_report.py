@@ -149,36 +149,36 @@ def sources_table(study: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
-    """One row per run: ``source, seed, status, decisions_per_window, offered_load``.
+    """One row per run: ``source, seed, status, decisions_per_window, window_load``.
 
     ``status``: ``trained``, :data:`UNTRAINABLE_STATUS` (its training windows needed no decision, so it has no
     agent), or ``not trained`` (failed or not run). ``decisions_per_window``: the mean decisions per training
-    episode (``monitor.csv``); 0 for an untrainable run. ``offered_load``: for an untrainable run, the mean offered
-    load of the windows it drew before giving up; else NaN (:func:`add_status` fills in the source's).
+    episode (``monitor.csv``); 0 for an untrainable run. ``window_load``: for an untrainable run, the mean offered
+    load of the windows it drew before giving up; else NaN.
     """
     rows = []
     for (source, seed), targs in runs.items():
         run = RunFolder(Path(targs.runs_dir) / targs.name)
         record = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
         row = {"source": source, "seed": seed, "status": "not trained", "decisions_per_window": np.nan,
-               "offered_load": np.nan}
+               "window_load": np.nan}
         if UNTRAINABLE in record:
             row.update(status=UNTRAINABLE_STATUS, decisions_per_window=0.0,
-                       offered_load=float(record[UNTRAINABLE]["offered_load"]))
+                       window_load=float(record[UNTRAINABLE]["offered_load"]))
         elif "train_s" in record and run.model.exists():
             episodes = pd.read_csv(run.monitor, skiprows=1) if run.monitor.exists() else pd.DataFrame({"l": []})
             row.update(status="trained", decisions_per_window=float(episodes["l"].mean()) if len(episodes)
                        else np.nan)
         rows.append(row)
-    return pd.DataFrame(rows, columns=["source", "seed", "status", "decisions_per_window", "offered_load"])
+    return pd.DataFrame(rows, columns=["source", "seed", "status", "decisions_per_window", "window_load"])
 
 
 def add_status(sources: pd.DataFrame, status: pd.DataFrame, loads: Mapping[str, float]) -> pd.DataFrame:
-    """``sources`` with each source's status, decisions per window and offered load; untrainable sources added.
+    """``sources`` with each source's status, offered load and decisions per window; untrainable sources added.
 
     A source's status is its runs' (``trained``, :data:`UNTRAINABLE_STATUS`), or a count of each when its seeds
-    differ. Its offered load is ``loads[source]`` (the training part for ``real``, a generator's fidelity sample),
-    else the mean over its untrainable runs of the windows they drew.
+    differ. ``offered_load`` is ``loads[source]`` (the training part for ``real``, a generator's fidelity sample);
+    ``window_load`` the mean over its untrainable runs of the windows they drew (NaN when all trained).
     """
     if status.empty:
         return sources
@@ -187,9 +187,8 @@ def add_status(sources: pd.DataFrame, status: pd.DataFrame, loads: Mapping[str, 
         counts = g["status"].value_counts()
         label = counts.index[0] if len(counts) == 1 else "; ".join(f"{n} of {len(g)} seeds {k}"
                                                                   for k, n in counts.items())
-        load = loads.get(source, np.nan)
-        rows.append({"source": source, "status": label, "decisions_per_window": g["decisions_per_window"].mean(),
-                     "offered_load": load if np.isfinite(load) else g["offered_load"].mean()})
+        rows.append({"source": source, "status": label, "offered_load": loads.get(source, np.nan),
+                     "decisions_per_window": g["decisions_per_window"].mean(), "window_load": g["window_load"].mean()})
     extra = pd.DataFrame(rows)
     if sources.empty:
         return extra.assign(seeds=0)
@@ -460,14 +459,15 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
     parts += ["## (a) Bounded slowdown per source\n"]
     if "bsld_by_source" in figures:
         parts.append("![bsld per source](figures/bsld_by_source.png)\n")
-    cols = ["source", "status", "offered_load", "decisions_per_window", "seeds", "mean_bsld", "sd_bsld", "min_seed",
-            "max_seed", "median_bsld", "win_rate_vs_fcfs_easy", "share_of_real_improvement", "share_ci_low",
-            "share_ci_high"]
+    cols = ["source", "status", "offered_load", "decisions_per_window", "window_load", "seeds", "mean_bsld",
+            "sd_bsld", "min_seed", "max_seed", "median_bsld", "win_rate_vs_fcfs_easy", "share_of_real_improvement",
+            "share_ci_low", "share_ci_high"]
     parts.append(_md(sources[[c for c in cols if c in sources]] if not sources.empty else sources))
     parts.append("`status`: `trained`, or untrainable when its training windows needed no decision (every job "
                  "started on arrival), so it has no agent and no score. `offered_load`: of the source's jobs (the "
-                 "real training part; a generator's fidelity sample; else the windows an untrainable run drew). "
-                 "`decisions_per_window`: the mean decisions per training episode.\n")
+                 "real training part; a generator's fidelity sample). `decisions_per_window`: the mean decisions per "
+                 "training episode. `window_load`: the mean offered load of the windows an untrainable source's runs "
+                 "drew before giving up.\n")
     if not heuristics.empty:
         h = heuristics.groupby("scheduler", sort=False)["bsld"].mean().sort_values().reset_index()
         parts += ["Heuristics on the same windows (mean bsld over windows):\n", _md(h)]

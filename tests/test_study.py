@@ -235,6 +235,9 @@ def test_a_source_without_decisions_is_a_result_not_a_crash(idle_synthesizer, tm
     idle = sources.loc["idle"]
     assert idle["status"] == study_report.UNTRAINABLE_STATUS and idle["seeds"] == 0
     assert idle["decisions_per_window"] == 0 and np.isnan(idle["mean_bsld"])  # no agent, no score
+    # the windows it drew: 256 jobs (the warm start's windows) x 1 node x 60 s over 255 hours on 128 nodes
+    assert idle["window_load"] == pytest.approx(256 * 60 / (128 * 255 * 3600)) and np.isnan(sources.loc["real",
+                                                                                                      "window_load"])
     # its fidelity sample (1,000 jobs): 1,000 x 1 node x 60 s over 999 hours of submits on 128 nodes
     assert idle["offered_load"] == pytest.approx(1000 * 60 / (128 * 999 * 3600))
     assert set(pd.read_csv(out / "study.csv")["source"]) == {"real"}
