@@ -11,8 +11,9 @@ Examples::
 Sources (``--sources``, default all nine): ``real`` trains on the real training part; the generators
 ``arrivals``, ``lublin``, ``gaussiancopula``, ``ctgan``, ``tvae``, ``copulagan`` and ``realtabformer`` train on
 samples of that model fitted on the training part; ``mixed`` trains on real windows and samples of
-``--mixed-with`` alternately (``experiments.train --workload mixed``). The training part is the train split (first
-70% of the trace) minus its validation tail, exactly as in ``experiments.train``.
+``--mixed-with`` alternately (``experiments.train --workload mixed``). Any other synthesizer's name
+(``synth.register``, or the ``hpcgym.synthesizers`` entry points) is a source too. The training part is the
+train split (first 70% of the trace) minus its validation tail, exactly as in ``experiments.train``.
 
 Stages (one progress line per item with its wall time, and a total per stage):
 
@@ -20,7 +21,10 @@ Stages (one progress line per item with its wall time, and a total per stage):
    name, its settings and the fit seed, so the seeds and other studies share it.
 2. train: one ``experiments.train`` run per source x seed, in ``<out>/runs/<source>-s<seed>/`` (its settings,
    checkpoints, ``learning_curve.csv``). A synthetic run samples ``--sample-pool`` jobs once, with its seed, and
-   trains on windows of them: sampling a window per episode made a realtabformer run take hours.
+   trains on windows of them: sampling a window per episode made a realtabformer run take hours. A source whose
+   windows need no decision (every job starts on arrival: :class:`hpcgym.errors.NoDecisionError`) is recorded
+   as untrainable, with the load of the windows it drew, and is no failure: it has no agent and no score, the
+   others go on.
 3. evaluate: each run's agent, untrained and cloned networks, and every heuristic with and without backfilling,
    on the same test windows of the real trace (``experiments.evaluate``, window seed 0; ``<run>/eval/``).
 4. fidelity: the fidelity report of ``synth.fidelity`` for each generator (a sample of ``--fidelity-jobs`` jobs
@@ -65,9 +69,11 @@ from experiments.arguments import TRACE_FLAGS, TraceArgs, flag
 from experiments.fanout import Executor
 from experiments.protocol import Data, load_data
 from experiments.runs import RunFolder
-from experiments.study_report import StudyFolder
+from experiments.study_report import UNTRAINABLE, StudyFolder
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
+from hpcgym.errors import NoDecisionError
+from hpcgym.jobs import offered_load
 from hpcgym.traces.split import head, tail
 from synth.cache import FitCache
 
@@ -91,6 +97,7 @@ VOLATILE = {"resume", "overwrite", "quiet", "jobs", "threads", "seeds", "runs_di
 STAGES = ("fit", "train", "evaluate", "fidelity", "report")
 
 
+
 @dataclass
 class Args(TraceArgs):
     """Every knob of the study (each one is a command-line flag; ``--`` passes the rest to every training run)."""
@@ -100,7 +107,7 @@ class Args(TraceArgs):
     backfill: str = flag("easy", "none | easy: the backfilling the agents train and play with (heuristics run with "
                                  "both)")
     seeds: list[int] = flag([0, 1, 2], "training seeds (one run per source and seed)")
-    sources: str = flag(",".join(SOURCES), "comma-separated training sources")
+    sources: str = flag(",".join(SOURCES), "comma-separated training sources (or other synthesizers' names)")
     out: str = flag("", "study folder; empty: studies/<trace>")
     cache: str = flag("", "fitted-synthesizer cache shared across studies; empty: synth-cache/ next to the study "
                           "folder")
@@ -131,9 +138,9 @@ class Args(TraceArgs):
 
     @property
     def source_list(self) -> list[str]:
-        """The sources, in the canonical order."""
-        given = [s.strip().lower() for s in self.sources.split(",") if s.strip()]
-        return [s for s in SOURCES if s in given]
+        """The sources, in the canonical order, then other synthesizers (registered or installed) as given."""
+        given = list(dict.fromkeys(s.strip().lower() for s in self.sources.split(",") if s.strip()))
+        return [s for s in SOURCES if s in given] + [s for s in given if s not in SOURCES]
 
     @property
     def out_dir(self) -> Path:
@@ -148,7 +155,7 @@ class Args(TraceArgs):
     @property
     def generators(self) -> list[str]:
         """The generators to fit: the synthetic sources, and ``mixed_with`` for ``mixed``."""
-        need = [s for s in self.source_list if s in GENERATORS]
+        need = [s for s in self.source_list if s not in ("real", "mixed")]
         if "mixed" in self.source_list and self.mixed_with not in need:
             need.append(self.mixed_with)
         return need
@@ -166,9 +173,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     for name, allowed in CHOICES.items():
         if getattr(args, name) not in allowed:
             ap.error(f"--{name} must be one of {allowed}")
-    unknown = [s for s in args.sources.split(",") if s.strip() and s.strip().lower() not in SOURCES]
+    unknown = [s for s in args.source_list if s not in SOURCES and s not in synth_names()]
     if unknown or not args.source_list:
-        ap.error(f"--sources: unknown {unknown}; choose from {','.join(SOURCES)}")
+        ap.error(f"--sources: unknown {unknown}; choose from {','.join(SOURCES)}, or another synthesizer's name "
+                 "(synth.register, or the hpcgym.synthesizers entry points)")
     if args.mixed_with not in GENERATORS:
         ap.error(f"--mixed-with must be one of {GENERATORS}")
     if not args.seeds or args.jobs < 1 or args.timesteps < 0 or args.eval_windows < 1:
@@ -177,10 +185,17 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return args
 
 
+def synth_names() -> list[str]:
+    """Every synthesizer's name (:func:`synth.names`: the built-in ones, then the registered and installed ones)."""
+    import synth
+
+    return synth.names()
+
+
 # ---- settings --------------------------------------------------------------------------------------------------
 def fit_params(args: Args) -> dict[str, dict[str, Any]]:
     """Each generator's settings over its class defaults: the preset, then ``--fit-params``, then the device."""
-    out: dict[str, dict[str, Any]] = {g: {} for g in GENERATORS}
+    out: dict[str, dict[str, Any]] = {g: {} for g in (*GENERATORS, *args.generators)}
     for preset, on in ((FULL_FIT, args.full), (QUICK_FIT, args.quick)):
         if on:
             for g, p in preset.items():
@@ -188,7 +203,7 @@ def fit_params(args: Args) -> dict[str, dict[str, Any]]:
     for item in args.fit_params:
         name, sep, text = item.partition("=")
         if not sep or name.strip() not in out:
-            raise cli.UsageError(f"--fit-params {item!r}: expected MODEL=JSON with MODEL in {GENERATORS}")
+            raise cli.UsageError(f"--fit-params {item!r}: expected MODEL=JSON with MODEL in {tuple(out)}")
         try:
             extra = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -209,7 +224,7 @@ def train_base(args: Args) -> train.Args:
 def train_args(args: Args, source: str, seed: int, base: train.Args | None = None) -> train.Args:
     """The ``experiments.train`` settings of one run: :func:`train_base` (``base``) with the study's own settings."""
     workload = {"real": "real", "mixed": "mixed"}.get(source, "synthetic")
-    synthesizer = args.mixed_with if source == "mixed" else (source if source in GENERATORS else "arrivals")
+    synthesizer = {"mixed": args.mixed_with, "real": "arrivals"}.get(source, source)
     mine = {"trace": args.trace, "backfill": args.backfill, "workload": workload, "synthesizer": synthesizer,
             "seed": seed, "timesteps": args.timesteps, "eval_windows": args.eval_windows,
             "eval_length": args.eval_length, "runs_dir": str(StudyFolder(args.out_dir).runs),
@@ -300,10 +315,14 @@ def do_run(task: RunTask) -> dict[str, Any]:
 
     run = RunFolder(Path(task.args.runs_dir) / task.args.name)
     started = time.perf_counter()
+    untrainable: NoDecisionError | None = None
     with _log_to(run.log):
         if task.stage == "train":
             model = Synthesizer.load(task.synthesizer) if task.synthesizer else None
-            train.train(task.args, model)
+            try:
+                train.train(task.args, model)
+            except NoDecisionError as exc:  # a result about the source, not a failure of the study
+                untrainable = exc
         else:
             evaluate.evaluate_run(run, task.args.trace, task.args.read_kwargs(), task.args.eval_windows,
                                   task.args.eval_length, progress=not task.args.quiet)
@@ -313,9 +332,13 @@ def do_run(task: RunTask) -> dict[str, Any]:
     record[f"{task.stage}_s"] = seconds
     if task.stage == "train":
         record.pop("evaluate_s", None)  # a new network needs a new evaluation
+        record.pop(UNTRAINABLE, None)
         record["synthesizer_dir"] = task.synthesizer  # the shared fit (args.json names only the model)
+        if untrainable is not None:
+            record[UNTRAINABLE] = {"message": str(untrainable), "offered_load": untrainable.offered_load,
+                                   "windows": untrainable.windows, "window": untrainable.window}
     hpcgym_io.write_text(marker, json.dumps(record, indent=2))
-    return {"seconds": seconds}
+    return {"seconds": seconds, **({UNTRAINABLE: str(untrainable)} if untrainable else {})}
 
 
 def fidelity_tables(train_table: pd.DataFrame, test: pd.DataFrame, samples: dict[str, pd.DataFrame],
@@ -439,7 +462,7 @@ class Study:
         self._stage("fit", tasks, labels, len(self.args.generators) - len(tasks))
 
     def _state(self, run: RunFolder, targs: train.Args) -> str:
-        """``done``, ``trained``, ``resume``, ``new`` or ``overwrite``; other settings are an error."""
+        """``done``, ``trained``, ``untrainable``, ``resume``, ``new`` or ``overwrite``; other settings are an error."""
         if not run.args_json.exists():
             return "new" if not run.path.exists() or not any(run.path.iterdir()) else "overwrite"
         saved = run.settings()
@@ -452,6 +475,8 @@ class Study:
                                      "another --out, or --overwrite to redo such runs")
             return "overwrite"
         marker = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
+        if UNTRAINABLE in marker:
+            return UNTRAINABLE
         if "train_s" in marker and run.model.exists():
             return "done" if "evaluate_s" in marker and run.evaluated() else "trained"
         return "resume"
@@ -463,7 +488,9 @@ class Study:
         self.to_evaluate = [k for k, s in states.items() if s == "trained"]
         tasks, keys = [], []
         for key, state in states.items():
-            if state in ("done", "trained"):
+            if state == UNTRAINABLE:
+                self.say("train", f"{self.runs[key].name}: untrainable (its samples make no decisions), skipped")
+            if state in ("done", "trained", UNTRAINABLE):
                 continue
             source, targs = key[0], self.runs[key]
             targs = dataclasses.replace(targs, resume=state == "resume", overwrite=state == "overwrite")
@@ -476,8 +503,14 @@ class Study:
                 continue
             tasks.append(RunTask("train", targs, str(fitted) if fitted else None))
             keys.append(key)
+        def trained(i: int, result: dict[str, Any]) -> None:
+            if UNTRAINABLE in result:
+                self.say("train", f"{self.runs[keys[i]].name}: untrainable: {result[UNTRAINABLE]}")
+            else:
+                self.to_evaluate.append(keys[i])
+
         self._stage("train", tasks, [self.runs[k].name for k in keys],
-                    len(self.evaluated) + len(self.to_evaluate), lambda i, _: self.to_evaluate.append(keys[i]))
+                    sum(s in ("done", "trained", UNTRAINABLE) for s in states.values()), trained)
 
     def evaluate_stage(self) -> None:
         """Evaluate the runs trained but not evaluated."""
@@ -513,7 +546,7 @@ class Study:
     def fidelity_files(self) -> dict[str, Path]:
         """Generator source -> its fidelity JSON for the current fit and ``--fidelity-jobs``."""
         return {g: self.folder.fidelity_json(g, self.fits[g], self.args.fidelity_jobs)
-                for g in self.args.source_list if g in GENERATORS and g in self.fits}
+                for g in self.args.source_list if g not in ("real", "mixed") and g in self.fits}
 
     def report_stage(self) -> Path:
         """Collect the results and write the tables, the figures and ``report.md``."""
@@ -521,8 +554,9 @@ class Study:
 
         started = time.perf_counter()
         self.timing["report"] = {"wall_s": 0.0, "done": 1, "skipped": 0}
+        loads = {"real": offered_load(self.data.fit, self.data.machine.nodes)}
         path = study_report.write(self.out, self.args, self.runs, self.fits, self.fidelity_files(), self.timing,
-                                  self.failures)
+                                  self.failures, loads)
         self.timing["report"]["wall_s"] = time.perf_counter() - started
         hpcgym_io.write_text(self.folder.timing, json.dumps(study_report.timing_table(
             self.out, self.runs, self.fits, self.timing).to_dict(orient="records"), indent=2))

@@ -28,6 +28,12 @@ import pandas as pd
 from experiments.runs import REFERENCE, RunFolder
 
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
+#: the key of a run's ``study-run.json`` that marks a source whose windows needed no decision
+#: (:class:`hpcgym.errors.NoDecisionError`), and the status the tables give it
+UNTRAINABLE = "untrainable"
+UNTRAINABLE_STATUS = "untrainable: its samples make no decisions"
+#: the fidelity row that gives a generator's offered load
+LOAD_METRIC = "offered load (whole trace)"
 
 
 class StudyFolder:
@@ -140,6 +146,63 @@ def sources_table(study: pd.DataFrame) -> pd.DataFrame:
             row[col] = shares.at[source, col] if col in shares else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
+    """One row per run: ``source, seed, status, decisions_per_window, window_load``.
+
+    ``status``: ``trained``, :data:`UNTRAINABLE_STATUS` (its training windows needed no decision, so it has no
+    agent), or ``not trained`` (failed or not run). ``decisions_per_window``: the mean decisions per training
+    episode (``monitor.csv``); 0 for an untrainable run. ``window_load``: for an untrainable run, the mean offered
+    load of the windows it drew before giving up; else NaN.
+    """
+    rows = []
+    for (source, seed), targs in runs.items():
+        run = RunFolder(Path(targs.runs_dir) / targs.name)
+        record = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
+        row = {"source": source, "seed": seed, "status": "not trained", "decisions_per_window": np.nan,
+               "window_load": np.nan}
+        if UNTRAINABLE in record:
+            row.update(status=UNTRAINABLE_STATUS, decisions_per_window=0.0,
+                       window_load=float(record[UNTRAINABLE]["offered_load"]))
+        elif "train_s" in record and run.model.exists():
+            episodes = pd.read_csv(run.monitor, skiprows=1) if run.monitor.exists() else pd.DataFrame({"l": []})
+            row.update(status="trained", decisions_per_window=float(episodes["l"].mean()) if len(episodes)
+                       else np.nan)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["source", "seed", "status", "decisions_per_window", "window_load"])
+
+
+def add_status(sources: pd.DataFrame, status: pd.DataFrame, loads: Mapping[str, float]) -> pd.DataFrame:
+    """``sources`` with each source's status, offered load and decisions per window; untrainable sources added.
+
+    A source's status is its runs' (``trained``, :data:`UNTRAINABLE_STATUS`), or a count of each when its seeds
+    differ. ``offered_load`` is ``loads[source]`` (the training part for ``real``, a generator's fidelity sample);
+    ``window_load`` the mean over its untrainable runs of the windows they drew (NaN when all trained).
+    """
+    if status.empty:
+        return sources
+    rows = []
+    for source, g in status.groupby("source", sort=False):
+        counts = g["status"].value_counts()
+        label = counts.index[0] if len(counts) == 1 else "; ".join(f"{n} of {len(g)} seeds {k}"
+                                                                  for k, n in counts.items())
+        rows.append({"source": source, "status": label, "offered_load": loads.get(source, np.nan),
+                     "decisions_per_window": g["decisions_per_window"].mean(), "window_load": g["window_load"].mean()})
+    extra = pd.DataFrame(rows)
+    if sources.empty:
+        return extra.assign(seeds=0)
+    out = extra.merge(sources, on="source", how="left")
+    out["seeds"] = out["seeds"].fillna(0).astype(int)
+    return out
+
+
+def fidelity_loads(fidelity: pd.DataFrame) -> dict[str, float]:
+    """Each generator's offered load from its fidelity table (:data:`LOAD_METRIC`)."""
+    if fidelity.empty:
+        return {}
+    rows = fidelity[fidelity["metric"] == LOAD_METRIC]
+    return {r["source"]: float(r["value"]) for _, r in rows.iterrows()}
 
 
 def fidelity_frame(paths: Mapping[str, Path]) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -333,22 +396,25 @@ def _md(df: pd.DataFrame, digits: int = 3) -> str:
 
 
 def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mapping[str, Path],
-          fidelity_files: Mapping[str, Path], timing: Mapping[str, Mapping[str, Any]], failures: list[str]) -> Path:
+          fidelity_files: Mapping[str, Path], timing: Mapping[str, Mapping[str, Any]], failures: list[str],
+          loads: Mapping[str, float] | None = None) -> Path:
     """Write the tables, the figures and ``report.md`` to ``out``; return the report's path.
 
     ``runs``: (source, seed) -> the run's ``experiments.train`` settings; ``fits``: generator -> its cache folder;
-    ``fidelity_files``: generator -> its fidelity JSON.
+    ``fidelity_files``: generator -> its fidelity JSON; ``loads``: source -> the offered load of its training jobs
+    where known beyond the fidelity reports (the real training part).
     """
     from hpcgym import io as hpcgym_io
 
     folder = StudyFolder(out)
     dirs = run_dirs(runs)
     study, heuristics = collect(dirs)
-    sources = sources_table(study)
+    fid, fid_errors = (pd.DataFrame(), {}) if args.no_fidelity else fidelity_frame(fidelity_files)
+    sources = add_status(sources_table(study), run_status(runs), {**fidelity_loads(fid), **(loads or {})})
     for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources)):
         hpcgym_io.write_table(df, folder.table(name))
-    fid, fid_errors = (pd.DataFrame(), {}) if args.no_fidelity else fidelity_frame(fidelity_files)
-    preds = predictors(fid, sources)
+    agents = sources[sources["seeds"] > 0] if "seeds" in sources else sources
+    preds = predictors(fid, agents)
     if not fid.empty:
         wide = fid.pivot_table(index="metric", columns="source", values="value", sort=False).reset_index()
         refs = fid.drop_duplicates("metric").set_index("metric")
@@ -362,9 +428,9 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
              f"x {args.eval_length} jobs")
     figures = {}
     if not study.empty:
-        figures["bsld_by_source"] = save_figure(figure_bsld(study, heuristics, sources, args.backfill, label),
+        figures["bsld_by_source"] = save_figure(figure_bsld(study, heuristics, agents, args.backfill, label),
                                                 folder.figure("bsld_by_source"))
-        figures["fidelity_vs_usefulness"] = save_figure(figure_fidelity(fid, preds, sources, label),
+        figures["fidelity_vs_usefulness"] = save_figure(figure_fidelity(fid, preds, agents, label),
                                                         folder.figure("fidelity_vs_usefulness"))
         figures["learning_curves"] = save_figure(figure_curves(dirs, f"validation bsld per source ({label})"),
                                                  folder.figure("learning_curves"))
@@ -393,9 +459,15 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
     parts += ["## (a) Bounded slowdown per source\n"]
     if "bsld_by_source" in figures:
         parts.append("![bsld per source](figures/bsld_by_source.png)\n")
-    cols = ["source", "seeds", "mean_bsld", "sd_bsld", "min_seed", "max_seed", "median_bsld",
-            "win_rate_vs_fcfs_easy", "share_of_real_improvement", "share_ci_low", "share_ci_high"]
+    cols = ["source", "status", "offered_load", "decisions_per_window", "window_load", "seeds", "mean_bsld",
+            "sd_bsld", "min_seed", "max_seed", "median_bsld", "win_rate_vs_fcfs_easy", "share_of_real_improvement",
+            "share_ci_low", "share_ci_high"]
     parts.append(_md(sources[[c for c in cols if c in sources]] if not sources.empty else sources))
+    parts.append("`status`: `trained`, or untrainable when its training windows needed no decision (every job "
+                 "started on arrival), so it has no agent and no score. `offered_load`: of the source's jobs (the "
+                 "real training part; a generator's fidelity sample). `decisions_per_window`: the mean decisions per "
+                 "training episode. `window_load`: the mean offered load of the windows an untrainable source's runs "
+                 "drew before giving up.\n")
     if not heuristics.empty:
         h = heuristics.groupby("scheduler", sort=False)["bsld"].mean().sort_values().reset_index()
         parts += ["Heuristics on the same windows (mean bsld over windows):\n", _md(h)]

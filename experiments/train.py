@@ -46,6 +46,7 @@ from experiments.arguments import TraceArgs, flag
 from experiments.protocol import Data, load_data, validation_references, validation_starts
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
+from hpcgym.errors import NoDecisionError
 
 
 @dataclass
@@ -528,10 +529,20 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     check_inputs(args, data)
     starts = validation_starts(data, args.val_length, args.val_windows)
     workload = training_workload(args, data, synthesizer)
-    env = make_env(args, data, workload)
-    with folder.owned(args.resume, args.overwrite) as run:
-        _train(args, run, data, workload, env, starts)
+    try:
+        env = make_env(args, data, workload)
+        with folder.owned(args.resume, args.overwrite) as run:
+            _train(args, run, data, workload, env, starts)
+    except NoDecisionError as exc:  # name the source and what to do (one line through cli.run)
+        raise NoDecisionError(exc.windows, exc.window, exc.offered_load, source_label(args)) from None
     return run.path
+
+
+def source_label(args: Args) -> str:
+    """The training source as the run's flags name it."""
+    if args.workload == "real":
+        return f"--workload real (window {args.window})"
+    return f"--workload {args.workload} --synthesizer {args.synthesizer}"
 
 
 def _resume_point(args: Args, run: runs.RunFolder) -> tuple[Path | None, dict[str, Any] | None]:

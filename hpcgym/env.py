@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
+from hpcgym.errors import NoDecisionError
 from hpcgym.rewards import OBJECTIVES
 from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
 from hpcgym.sim.core import Backfill
@@ -302,6 +303,10 @@ class SchedulingEnv(gym.Env):
         ``row .. row + window - 1`` of the split (for evaluation on fixed windows); such a window is played even if
         it needs no decision, in which case the episode is already over: the observation is all padding and
         ``info["done"]`` is True. Any other option is an error.
+
+        Raises:
+            NoDecisionError: :data:`MAX_REDRAWS` random windows in a row needed no decision (a
+                :class:`RuntimeError`; the workload is too light for the machine, or the window too short).
         """
         pinned = reset_options(options).get("window_start")
         if pinned is not None:
@@ -317,6 +322,7 @@ class SchedulingEnv(gym.Env):
     def load_window(self, rng: np.random.Generator, pinned: int | None = None) -> bool:
         """Draw windows until one needs a decision (or take the pinned one); return whether one is pending."""
         self.result = None
+        loads = []
         for _ in range(MAX_REDRAWS):
             self._window = w = self.source.draw(rng, pinned)
             self._clock0 = w.clock0
@@ -324,8 +330,8 @@ class SchedulingEnv(gym.Env):
             pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers, w.user)
             if pending or pinned is not None:
                 return pending
-        raise RuntimeError(f"{MAX_REDRAWS} windows in a row needed no decision; use a longer window or a busier "
-                           "workload")
+            loads.append(window_load(w, self.machine.nodes))
+        raise NoDecisionError(MAX_REDRAWS, len(w), float(np.mean(loads)))
 
     def step(self, action):
         """Schedule the job in slot ``action``; see the class docstring."""
@@ -430,6 +436,13 @@ def whole_number(value: Any, name: str) -> int:
 
 #: The keys ``reset(options=...)`` takes.
 RESET_OPTIONS = ("window_start",)
+
+
+def window_load(w: Window, machine_nodes: int) -> float:
+    """The offered load of a window as :func:`hpcgym.jobs.offered_load` (its hold times as the runtimes)."""
+    span = float(w.submit[-1] - w.submit[0]) if len(w) > 1 else 0.0
+    work = float(np.dot(w.nodes.astype(np.float64), w.hold.astype(np.float64)))
+    return work / (machine_nodes * span) if span > 0 else float("inf")
 
 
 def reset_options(options: Any) -> dict[str, Any]:

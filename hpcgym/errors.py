@@ -90,6 +90,31 @@ class EmptyTraceError(HpcgymError, ValueError):
         super().__init__(f"{self.path}: no valid jobs {need}: {detail}.")
 
 
+class NoDecisionError(HpcgymError, RuntimeError):
+    """A workload's windows need no decision: every job starts on arrival, so an agent has nothing to learn.
+
+    The environment raises it after :data:`hpcgym.env.MAX_REDRAWS` such windows in a row. It is a result about the
+    workload (too light for its machine, or too short a window), not a bug: a study records the source as
+    untrainable. A :class:`RuntimeError`, as before it had its own type.
+
+    Args:
+        windows: the windows drawn in a row, none of which needed a decision.
+        window: jobs per window.
+        offered_load: the mean offered load (:func:`hpcgym.jobs.offered_load`) of those windows.
+        source: what the windows came from (a workload, a ``--synthesizer``), for the message; empty: unnamed.
+    """
+
+    def __init__(self, windows: int, window: int, offered_load: float, source: str = ""):
+        self.windows, self.window, self.offered_load, self.source = windows, window, offered_load, source
+        super().__init__(f"{source + ': ' if source else ''}{windows} windows of {window} jobs in a row needed no "
+                         f"decision (every job started on arrival; their mean offered load is {offered_load:.3f}), "
+                         "so an agent cannot train on them; use a longer window (--window), a busier workload or "
+                         "another source")
+
+    def __reduce__(self):  # pickles with its fields (a study's worker processes send it back)
+        return type(self), (self.windows, self.window, self.offered_load, self.source)
+
+
 class DependencyNotInstalled(HpcgymError, ImportError):
     """An optional dependency is missing; the message names the pip extra that provides it."""
 

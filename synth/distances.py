@@ -12,6 +12,8 @@ Each function compares two canonical job tables, a *reference* and a *candidate*
 5. :func:`shape`: power-of-two node counts and the walltime menu.
 6. :func:`arrival_stats` / :func:`arrivals`: inter-arrival CV, lag-1 autocorrelation of ``log1p`` inter-arrivals,
    hourly index of dispersion, 24 h spectral peak, hour-of-day profile.
+7. :func:`history_stats` / :func:`history`: whether users have a history worth reading (the accuracy of the
+   last-two runtime predictor, the correlation of a user's consecutive runtimes); NaN without user ids.
 
 Empty tables give NaN (or an empty result), never an exception; :mod:`synth.fidelity` turns those into the worst
 score.
@@ -409,3 +411,66 @@ def arrivals(real: pd.DataFrame, synthetic: pd.DataFrame) -> dict[str, Any]:
     days = max(1, min(SEGMENT_DAYS, *(hourly_counts(t).size // 24 for t in (real, synthetic))))
     return {"real": arrival_stats(real, days), "synthetic": arrival_stats(synthetic, days), "hourly_real": pa,
             "hourly_synthetic": pb, "hour_tv": float(0.5 * np.abs(pa - pb).sum())}
+
+
+# ---- history: is a user's past worth reading? ------------------------------------------------------------------
+def _last2_ratios(submit: np.ndarray, held: np.ndarray, wall: np.ndarray) -> np.ndarray:
+    """One user's jobs (in submit order): ``min(pred, held) / max(pred, held)`` for each job that has history.
+
+    ``pred`` is the last-two prediction of :mod:`hpcgym.sim.predict`: the mean of the held runtimes of the user's
+    last two jobs ended at or before the job's submit (in end order, ties: the later row), rounded up, capped by the
+    job's walltime and at least 1 s. A job ends at ``submit + held``: no queue wait (a table has no schedule).
+    """
+    order = np.lexsort((np.arange(len(submit)), submit + held))  # by end, ties: the later row last
+    ends, out, last, k = (submit + held)[order], [], [], 0
+    for i in range(len(submit)):
+        while k < len(order) and ends[k] <= submit[i]:
+            last = [*last[-1:], held[order[k]]]
+            k += 1
+        if last:
+            pred = min(max(float(np.ceil(np.mean(last))), 1.0), float(wall[i]))
+            out.append(min(pred, held[i]) / max(pred, held[i]))
+    return np.asarray(out, dtype=np.float64)
+
+
+def _user_groups(jobs: pd.DataFrame) -> list[np.ndarray]:
+    """Row positions of each known user's jobs (user >= 0), in submit order."""
+    user = jobs["user"].to_numpy(np.int64) if "user" in jobs else np.full(len(jobs), -1)
+    rows = np.argsort(jobs["submit"].to_numpy(np.int64), kind="stable")
+    known = rows[user[rows] >= 0]
+    return [g.to_numpy() for _, g in pd.Series(known).groupby(user[known], sort=True)] if len(known) else []
+
+
+def history_stats(jobs: pd.DataFrame) -> dict[str, float]:
+    """Whether a table's users have a history worth reading; NaN where it has no known user ids.
+
+    - ``last2_accuracy``: the median, over the jobs whose user has an ended job before their submit, of
+      ``min(pred, held) / max(pred, held)`` (1 = exact), ``pred`` the last-two prediction (:func:`_last2_ratios`)
+      and ``held = min(run, walltime)`` the time the job held its nodes.
+    - ``runtime_lag1_corr``: the Pearson correlation of ``log(held)`` between consecutive jobs (in submit order) of
+      the same user, the pairs of every user pooled.
+
+    Args:
+        jobs: canonical job table.
+
+    Returns:
+        ``{"last2_accuracy": float, "runtime_lag1_corr": float}``.
+    """
+    held = np.maximum(np.minimum(jobs["run"].to_numpy(np.float64), jobs["walltime"].to_numpy(np.float64)), 1.0)
+    submit, wall = jobs["submit"].to_numpy(np.float64), jobs["walltime"].to_numpy(np.float64)
+    ratios, pairs = [], []
+    for rows in _user_groups(jobs):
+        ratios.append(_last2_ratios(submit[rows], held[rows], wall[rows]))
+        logs = np.log(held[rows])
+        pairs.append(np.column_stack([logs[:-1], logs[1:]]))
+    ratio = np.concatenate(ratios) if ratios else np.empty(0)
+    pair = np.concatenate(pairs) if pairs else np.empty((0, 2))
+    corr = np.nan
+    if len(pair) >= 2 and pair[:, 0].std() > 0 and pair[:, 1].std() > 0:
+        corr = float(np.corrcoef(pair[:, 0], pair[:, 1])[0, 1])
+    return {"last2_accuracy": float(np.median(ratio)) if len(ratio) else np.nan, "runtime_lag1_corr": corr}
+
+
+def history(real: pd.DataFrame, synthetic: pd.DataFrame) -> dict[str, Any]:
+    """:func:`history_stats` of both tables: ``{"real": stats, "synthetic": stats}``."""
+    return {"real": history_stats(real), "synthetic": history_stats(synthetic)}

@@ -16,8 +16,11 @@
    :mod:`synth.distances`;
 7. validity (the share of generated rows dropped or repaired before scoring): :mod:`synth.validity`;
 8. scheduling outcome (whole-trace FCFS + EASY replays, plus windows with bootstrap CIs): :mod:`synth.replay`;
-9. privacy (DCR, exact copies, reuse of user and group ids, all against train; floor: the test split's own values):
-   :mod:`synth.privacy`.
+9. history (is a user's past worth reading: the last-two runtime predictor's accuracy, the correlation of a
+   user's consecutive runtimes; values judged by their closeness to the test split's, n/a without user ids):
+   :func:`synth.distances.history`;
+10. privacy (DCR, exact copies, reuse of user and group ids, all against train; floor: the test split's own
+    values): :mod:`synth.privacy`.
 
 Every metric states which direction is better (:data:`METRICS`). :func:`targets` judges a candidate against the
 generator targets (:data:`TARGETS`: privacy at least the test split's, fidelity within an allowance of the floor),
@@ -62,6 +65,8 @@ from synth.distances import (  # noqa: F401  (re-exported: the public names of t
     c2st_features,
     correlation_matrix,
     correlations,
+    history,
+    history_stats,
     hourly_counts,
     hourly_profile,
     ks_statistic,
@@ -77,6 +82,7 @@ from synth.privacy import DCR_ROWS, dcr, exact_copy_share, identifier_reuse, pri
 from synth.replay import LOAD_WINDOW, N_WINDOWS, OUTAGE, WINDOW, replay, scheduling, window_ci  # noqa: F401
 
 INF = float("inf")
+NAN = float("nan")
 #: a sample with fewer valid rows than this scores the worst value everywhere, without computing anything
 MIN_ROWS = 2
 
@@ -106,6 +112,9 @@ METRICS: dict[str, tuple[str, str, str, float]] = {
     "KS bsld (whole trace)": ("scheduling", "lower", "0", 1.0),
     "KS wait (windows)": ("scheduling", "lower", "0", 1.0),
     "KS bsld (windows)": ("scheduling", "lower", "0", 1.0),
+    #: values judged by their closeness to the test split's; NaN ("n/a") for a table without user ids
+    "last-two predictor accuracy (history)": ("history", "= test", "the test split's", NAN),
+    "user runtime lag-1 correlation (history)": ("history", "= test", "the test split's", NAN),
     "DCR median": ("privacy", "higher", ">= floor", 0.0),
     "DCR 5th percentile": ("privacy", "higher", ">= floor", 0.0),
     "share DCR < test p5": ("privacy", "lower", "<= floor (~0.05)", 1.0),
@@ -131,7 +140,7 @@ TARGETS: tuple[tuple[str, str, str, float], ...] = (
 )
 TABLE_COLUMNS = ("metric", "section", "better", "target", "floor", "bootstrap", "synthetic", "test", "note")
 #: the pairwise sections, in report order (validity and privacy are computed apart)
-SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals", "scheduling")
+SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals", "scheduling", "history")
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
@@ -174,6 +183,7 @@ def _sections(machine: Machine, seed: int) -> dict[str, Callable[[pd.DataFrame, 
         "shape": shape,
         "arrivals": arrivals,
         "scheduling": lambda a, b: scheduling(a, b, machine, seed=seed),
+        "history": history,
     }
 
 
@@ -239,7 +249,13 @@ def _pair_values(s: dict[str, Any]) -> dict[str, float]:
     v["utilization gap (whole trace)"] = _gap(sc, "utilization")
     v |= {"KS wait (whole trace)": sc["ks_wait"], "KS bsld (whole trace)": sc["ks_bsld"],
           "KS wait (windows)": sc["ks_wait_windows"], "KS bsld (windows)": sc["ks_bsld_windows"]}
+    v |= _history_values(s["history"]["synthetic"])
     return {k: float(x) for k, x in v.items()}
+
+
+def _history_values(stats: dict[str, float]) -> dict[str, float]:
+    return {"last-two predictor accuracy (history)": stats["last2_accuracy"],
+            "user runtime lag-1 correlation (history)": stats["runtime_lag1_corr"]}
 
 
 def _validity_values(val: dict[str, Any]) -> dict[str, float]:
@@ -264,7 +280,7 @@ def _test_values(s: dict[str, Any]) -> dict[str, float]:
             "offered load (whole trace)": sc["offered_load"], "offered load between outages": sc["busy_load"],
             "offered load gap (whole trace)": sc["offered_load"],
             "windowed load spread gap": sc["load_spread"],
-            "utilization gap (whole trace)": sc["utilization"]}
+            "utilization gap (whole trace)": sc["utilization"], **_history_values(s["history"]["real"])}
 
 
 def metric_values(scored: dict[str, Any]) -> dict[str, float]:
@@ -410,6 +426,9 @@ def make_table(refs: References, candidates: dict[str, dict[str, Any]]) -> pd.Da
         row |= {name: c["values"][m] for name, c in candidates.items()}
         row["test"] = refs.floor["test_values"].get(m, np.nan)
         notes = [f"{name}: no valid rows, worst value" for name, c in candidates.items() if not c["sections"]]
+        if section == "history":
+            notes += [f"{name}: n/a (no user ids)" for name, c in candidates.items()
+                      if c["sections"] and np.isnan(c["values"][m])]
         if section == "sdmetrics":
             notes += [f"{name}: {c['sections']['sdmetrics']['status']}" for name, c in candidates.items()
                       if c["sections"] and c["sections"]["sdmetrics"]["status"] != "ok"]

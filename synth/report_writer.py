@@ -218,8 +218,9 @@ def plot_scheduling(results: dict[str, Any], path: Path) -> Path:
 # ---- markdown ------------------------------------------------------------------------------------------------
 def _verdict(row: Any) -> str:
     a, b = float(row.synthetic), float(row.bootstrap)
-    if row.better.startswith("="):  # a value judged by its closeness to the floor's (the train split's load)
-        a, b = abs(a - float(row.floor)), abs(b - float(row.floor))
+    if row.better.startswith("="):  # a value judged by its closeness to the train split's (floor) or the test's
+        ref = float(row.test) if row.better == "= test" else float(row.floor)
+        a, b = abs(a - ref), abs(b - ref)
     if math.isnan(a) or math.isnan(b):
         return MISSING
     if a == b:
@@ -260,7 +261,9 @@ def _summary(results: dict[str, Any]) -> list[str]:
     synthetic = [f"synthetic (mean of {results['meta']['samples']})", "range"] if several else ["synthetic"]
     return ["## Summary", "",
             "One row per metric; `better` says which direction is better (`= train`: the closer to the train "
-            "split's own value, the floor column, the better) and `target` what ideal is. Pairwise "
+            "split's own value, the floor column, the better; `= test`: the closer to the test split's value, the "
+            "last column) and `target` what ideal is. The history rows are `-` (n/a) for a table without user "
+            "ids. Pairwise "
             "rows compare each column with the test split; rows named `... gap` hold the absolute difference "
             "`abs(candidate - test)` of a per-trace statistic (the test split's own value in the last column). "
             "Privacy rows are measured against the train split, and their floor is the test split's own value. An "

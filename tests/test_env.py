@@ -250,3 +250,27 @@ def test_time_scale_fixes_the_features_across_workloads():
     assert np.array_equal(first[2], first[3]) and np.array_equal(first[0], first[2])
     with pytest.raises(ValueError, match="time_scale"):
         SchedulingEnv(workload=short, time_scale=0, **kwargs)
+
+
+def test_a_workload_that_never_queues_raises_no_decision_error():
+    import pickle
+
+    from hpcgym.errors import HpcgymError, NoDecisionError
+    from hpcgym.testing import TOY, make_jobs
+
+    # one 1-node job of 60 s every hour on the 4-node toy machine: every job starts on arrival
+    idle = make_jobs([(3600 * i, 60, 120, 1) for i in range(40)])
+    env = SchedulingEnv(workload=idle, machine=TOY, window=8, split="all", backfill="easy")
+    with pytest.raises(NoDecisionError) as caught:
+        env.reset(seed=0)
+    exc = caught.value
+    assert isinstance(exc, RuntimeError) and isinstance(exc, HpcgymError)  # old callers caught RuntimeError
+    assert (exc.windows, exc.window) == (hpcgym.env.MAX_REDRAWS, 8)
+    # each window: 8 jobs x 1 node x 60 s of work over 7 hours of submits on 4 nodes
+    assert exc.offered_load == pytest.approx(8 * 60 / (4 * 7 * 3600))
+    assert "100 windows of 8 jobs in a row needed no decision" in str(exc) and "--window" in str(exc)
+    again = pickle.loads(pickle.dumps(exc))  # study workers send it back to the driver
+    assert str(again) == str(exc) and again.offered_load == exc.offered_load
+    # a pinned window is played even when it needs no decision: the episode is over at once
+    _, info = env.reset(seed=0, options={"window_start": 0})
+    assert info["done"]

@@ -52,11 +52,12 @@ def test_report_has_bootstrap_privacy_validity_and_directions(result):
     table = result["table"]
     assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
     assert list(table["metric"]) == list(fidelity.METRICS)
-    assert set(table["better"]) == {"lower", "higher", "= train"}  # the offered load is judged against train's
+    # the offered load is judged against train's, the history rows against the test split's
+    assert set(table["better"]) == {"lower", "higher", "= train", "= test"}
     assert {"privacy", "validity", "scheduling", "c2st"} <= set(table["section"])
     # the floor of validity is the real reader's: SDSC-SP2 drops about 9.5% of its jobs (run <= 0)
     assert 0.05 < _values(result, "floor")["dropped share"] < 0.15
-    numeric = table[table["section"] != "sdmetrics"]
+    numeric = table[~table["section"].isin(["sdmetrics", "history"])]  # Lublin's history rows: n/a (no users)
     assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
     text = report_writer.render_markdown(result)
     for needle in ("bootstrap of train", "## 6. Validity", "## 9. Privacy", "| better |", "test split (floor)",
@@ -128,7 +129,8 @@ def test_empty_or_invalid_sample_scores_worst(kind, real, splits, refs):
            "one row": test.iloc[:1], "no columns": pd.DataFrame({"x": [1, 2, 3]})}[kind]
     out = fidelity.evaluate(real, raw, seed=0, refs=refs)
     synthetic = _values(out, "synthetic")
-    assert all(synthetic[m] == fidelity.worst(m) for m in fidelity.METRICS)
+    assert all(synthetic[m] == fidelity.worst(m) or math.isnan(fidelity.worst(m)) and math.isnan(synthetic[m])
+               for m in fidelity.METRICS)  # the history rows' worst is "n/a"
     for m, (_, better, _, worst) in fidelity.METRICS.items():
         floor = _values(out, "floor")[m]
         if better == "= train":  # a value judged by its distance to train's: the worst is infinitely far
@@ -223,3 +225,59 @@ def test_several_samples_are_pooled(real, refs, splits):
     assert both["meta"]["samples"] == 2
     text = report_writer.render_markdown(both)
     assert "synthetic (mean of 2)" in text and "**2 samples**" in text
+
+
+# ---- history: is a user's past worth reading? ----------------------------------------------------------------
+def _history_table() -> pd.DataFrame:
+    rows = [  # (submit, run, walltime, user); ends are submit + min(run, walltime)
+        (0, 100, 200, 1),     # ends 100
+        (10, 1000, 500, 2),   # killed at its walltime: holds 500 s, ends 510
+        (20, 7, 10, -1),      # an unknown user: no history, no pair
+        (50, 300, 400, 1),    # user 1 has no ended job at 50: no prediction
+        (400, 200, 1000, 1),  # ended: 100 s and 300 s -> predicts 200, runs 200: ratio 1
+        (600, 100, 1000, 2),  # ended: 500 s -> predicts 500, runs 100: ratio 0.2
+        (700, 50, 120, 1),    # last two ended: 300 s and 200 s -> 250, capped at the walltime 120; runs 50
+    ]
+    df = pd.DataFrame(rows, columns=["submit", "run", "walltime", "user"])
+    return df.assign(job_id=range(1, len(df) + 1), nodes=1)
+
+
+def test_history_stats_by_hand():
+    from synth.distances import history_stats
+
+    stats = history_stats(_history_table())
+    assert stats["last2_accuracy"] == pytest.approx(np.median([1.0, 0.2, 50 / 120]))
+    # consecutive held runtimes of each user: 1: 100 -> 300 -> 200 -> 50; 2: 500 -> 100
+    pairs = np.log([(100, 300), (300, 200), (200, 50), (500, 100)])
+    x, y = pairs[:, 0] - pairs[:, 0].mean(), pairs[:, 1] - pairs[:, 1].mean()
+    assert stats["runtime_lag1_corr"] == pytest.approx((x * y).sum() / np.sqrt((x * x).sum() * (y * y).sum()))
+
+
+def test_history_stats_ties_and_missing_users():
+    from synth.distances import history_stats
+
+    # rows 1 and 2 both end at 100, and an end at the submit counts: row 3 reads both (mean 75, runs 40). Row 4
+    # reads the last two by end, ties going to the later row: row 2 (50 s) and row 3 (40 s), not row 1 (100 s)
+    df = pd.DataFrame({"submit": [0, 50, 100, 200], "run": [100, 50, 40, 300], "walltime": [1000] * 4,
+                       "user": [3] * 4})
+    assert history_stats(df)["last2_accuracy"] == pytest.approx(np.median([40 / 75, 45 / 300]))
+    none = history_stats(df.assign(user=-1))
+    assert math.isnan(none["last2_accuracy"]) and math.isnan(none["runtime_lag1_corr"])
+    assert math.isnan(history_stats(df.drop(columns="user"))["last2_accuracy"])
+
+
+def test_history_rows_in_the_report(result, splits, refs):
+    from synth.distances import history_stats
+
+    train, test = splits
+    table = result["table"].set_index("metric")
+    for metric, key in (("last-two predictor accuracy (history)", "last2_accuracy"),
+                        ("user runtime lag-1 correlation (history)", "runtime_lag1_corr")):
+        row = table.loc[metric]
+        assert row["better"] == "= test" and row["section"] == "history"
+        assert row["floor"] == pytest.approx(history_stats(train)[key])
+        assert row["test"] == pytest.approx(history_stats(test)[key])
+        assert math.isnan(row["synthetic"]) and "n/a (no user ids)" in row["note"]  # Lublin's jobs have no users
+    same = fidelity.score(refs, test)["values"]  # the test split scored as a sample: its own values
+    assert same["last-two predictor accuracy (history)"] == pytest.approx(history_stats(test)["last2_accuracy"])
+    assert "last-two predictor accuracy (history)" in report_writer.render_markdown(result)

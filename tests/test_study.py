@@ -13,6 +13,7 @@ import pytest
 
 from experiments import study, study_report
 from experiments.runs import RunFolder
+from synth.base import Synthesizer
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -197,3 +198,62 @@ def test_predictors_orient_the_metrics():
     preds = study_report.predictors(fid, sources).set_index("metric")
     assert preds.loc["ks", "rho"] == pytest.approx(-1.0) and preds.loc["ks", "rho_oriented"] == pytest.approx(1.0)
     assert preds.loc["quality", "rho_oriented"] == pytest.approx(1.0)
+
+
+class IdleSynthesizer(Synthesizer):
+    """One 1-node job of 60 s (walltime 120 s) an hour: no job ever waits, so no window needs a decision."""
+
+    name = "idle"
+
+    def _fit(self, table, jobs, rng):
+        pass
+
+    def _sample(self, n, rng):
+        return pd.DataFrame({"interarrival": np.full(n, 3600), "nodes": 1, "run": 60, "walltime": 120, "user": -1,
+                             "status": "unknown", "hour": 0, "dow": 0})
+
+
+@pytest.fixture
+def idle_synthesizer():
+    import synth
+
+    synth.register("idle", IdleSynthesizer)  # this process only: the study below runs its tasks in-process
+    yield "idle"
+    synth.MODELS.pop("idle", None)
+
+
+def test_a_source_without_decisions_is_a_result_not_a_crash(idle_synthesizer, tmp_path, capsys):
+    out = tmp_path / "study"
+    argv = ["--quick", "--trace", "sdsc-sp2", "--sources", "real,idle", "--seeds", "0", "--out", str(out),
+            "--timesteps", "64", "--", "--clone-episodes", "1", "--val-windows", "1"]
+    assert study.main(argv) == 0  # the other source goes on, and an untrainable source is no failure
+    said = capsys.readouterr().out
+    assert "idle-s0: untrainable: --workload synthetic --synthesizer idle: 100 windows" in said
+    sources = pd.read_csv(out / "sources.csv").set_index("source")
+    assert sources.loc["real", "status"] == "trained" and sources.loc["real", "seeds"] == 1
+    assert sources.loc["real", "decisions_per_window"] > 0
+    idle = sources.loc["idle"]
+    assert idle["status"] == study_report.UNTRAINABLE_STATUS and idle["seeds"] == 0
+    assert idle["decisions_per_window"] == 0 and np.isnan(idle["mean_bsld"])  # no agent, no score
+    # the windows it drew: 256 jobs (the warm start's windows) x 1 node x 60 s over 255 hours on 128 nodes
+    assert idle["window_load"] == pytest.approx(256 * 60 / (128 * 255 * 3600)) and np.isnan(sources.loc["real",
+                                                                                                      "window_load"])
+    # its fidelity sample (1,000 jobs): 1,000 x 1 node x 60 s over 999 hours of submits on 128 nodes
+    assert idle["offered_load"] == pytest.approx(1000 * 60 / (128 * 999 * 3600))
+    assert set(pd.read_csv(out / "study.csv")["source"]) == {"real"}
+    report = (out / "report.md").read_text()
+    assert f"| idle | {study_report.UNTRAINABLE_STATUS} |" in report and "## Failures" not in report
+    assert study.main(argv) == 0  # a second run skips it
+    assert "idle-s0: untrainable (its samples make no decisions), skipped" in capsys.readouterr().out
+
+
+def test_train_on_a_source_without_decisions_is_a_one_line_error(idle_synthesizer, tmp_path, capsys):
+    from experiments import train
+    from hpcgym import cli
+
+    argv = ["--trace", "sdsc-sp2", "--workload", "synthetic", "--synthesizer", "idle", "--timesteps", "64",
+            "--window", "64", "--clone-episodes", "1", "--val-windows", "1", "--runs-dir", str(tmp_path), "--quiet"]
+    assert cli.run(train.main, argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --workload synthetic --synthesizer idle: 100 windows of")
+    assert "no decision" in err[0] and "--window" in err[0]
