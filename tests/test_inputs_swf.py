@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hpcgym import cli, traces
 from hpcgym import jobs as jobtable
-from hpcgym import traces
 from hpcgym.errors import InvalidJobError, TraceFormatError
 from hpcgym.traces import read_header, read_swf, write_swf
 from synth import sample as sample_cli
@@ -188,8 +188,8 @@ def test_sampled_swf_rereads_without_machine(tmp_path, capsys, nodes, cores, mac
 
 def test_sample_refuses_a_machine_too_small(tmp_path, capsys):
     model_dir, out = _fit(tmp_path, 4392, 64), tmp_path / "small.swf"
-    with pytest.raises(SystemExit):
-        sample_cli.main(["--model", str(model_dir), "--jobs", "300", "--machine", "kth-sp2", "--out", str(out)])
+    argv = ["--model", str(model_dir), "--jobs", "300", "--machine", "kth-sp2", "--out", str(out)]
+    assert cli.run(sample_cli.main, argv) == 2  # one error line, exit 2, as from the command line
     assert "more than the 100 nodes of 'kth-sp2'" in capsys.readouterr().err and not out.exists()
 
 

@@ -68,7 +68,7 @@ def test_masks_and_rows_when_more_jobs_wait_than_there_are_slots():
     np.testing.assert_array_equal(e.action_masks(), [True, True])
     np.testing.assert_allclose(obs[:2, 2], [log1p(11) / T, log1p(13) / T], rtol=1e-6)
     assert obs[2, 1] == 1.0 and obs[2, 0] == 3 / 4  # still 4 waiting for 2 slots
-    with pytest.raises(ValueError, match="invalid action 2"):
+    with pytest.raises(ValueError, match="action 2 is outside the action space"):
         e.step(2)
 
 
