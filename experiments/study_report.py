@@ -17,7 +17,9 @@ matplotlib's Agg backend:
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -146,6 +148,52 @@ def sources_table(study: pd.DataFrame) -> pd.DataFrame:
             row[col] = shares.at[source, col] if col in shares else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def f_statistic(values: np.ndarray, labels: np.ndarray) -> float:
+    """One-way analysis of variance: the between-group mean square over the within-group mean square."""
+    groups = [values[labels == g] for g in np.unique(labels)]
+    k, n = len(groups), len(values)
+    grand = values.mean()
+    between = sum(len(g) * (g.mean() - grand) ** 2 for g in groups) / (k - 1)
+    within = sum(((g - g.mean()) ** 2).sum() for g in groups) / (n - k)
+    return float(between / within) if within > 0 else float("inf")
+
+
+def source_effect(study: pd.DataFrame, permutations: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """Is the spread *between* training sources larger than the spread *between seeds* of one source?
+
+    One value per (source, seed): the log of its agent's mean bsld over the test windows (logs, because one
+    collapsed seed can score 30x another). Returns the one-way ANOVA's ``F`` across sources, ``between_share``
+    (the intra-class correlation ICC(1): the share of the variance that lies between sources; negative when sources
+    differ less than seeds), and ``p_value``: the share of relabellings of the (source, seed) values among the
+    sources with an ``F`` at least the observed one (every relabelling when there are at most ``permutations``,
+    else that many random ones drawn with ``seed``). Sources with one seed, or fewer than two sources, give NaNs.
+    """
+    per_seed = study.groupby(["source", "seed"], sort=False)["bsld"].mean().reset_index()
+    per_seed = per_seed[per_seed.groupby("source")["seed"].transform("size") >= 2]
+    values, labels = np.log(per_seed["bsld"].to_numpy(float)), per_seed["source"].to_numpy()
+    k, n = len(np.unique(labels)), len(values)
+    out: dict[str, Any] = {"sources": k, "runs": n, "F": np.nan, "between_share": np.nan, "p_value": np.nan,
+                           "relabellings": 0}
+    if k < 2 or n <= k:
+        return out
+    observed = f_statistic(values, labels)
+    sizes = per_seed.groupby("source").size().to_numpy()
+    n0 = (n - (sizes ** 2).sum() / n) / (k - 1)
+    ratio = observed if np.isfinite(observed) else 1e300
+    out.update(F=observed, between_share=float((ratio - 1) / (ratio + n0 - 1)))
+    if math.factorial(n) <= permutations:
+        relabelled = (labels[list(p)] for p in itertools.permutations(range(n)))
+    else:
+        rng = np.random.default_rng(seed)
+        relabelled = (rng.permutation(labels) for _ in range(permutations))
+    scores = np.array([f_statistic(values, lab) for lab in relabelled])
+    at_least = int((scores >= observed * (1 - 1e-12)).sum())
+    exact = math.factorial(n) <= permutations  # every relabelling, the observed one included
+    p = at_least / len(scores) if exact else (at_least + 1) / (len(scores) + 1)
+    out.update(p_value=float(p), relabellings=len(scores))
+    return out
 
 
 def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
@@ -468,6 +516,13 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
                  "real training part; a generator's fidelity sample). `decisions_per_window`: the mean decisions per "
                  "training episode. `window_load`: the mean offered load of the windows an untrainable source's runs "
                  "drew before giving up.\n")
+    effect = source_effect(study) if not study.empty else {"sources": 0}
+    if effect["sources"] >= 2:
+        parts.append(f"**Between sources or between seeds?** Over {effect['sources']} sources with two or more "
+                     f"seeds ({effect['runs']} runs; log of each run's mean bsld): F = {effect['F']:.2f}, "
+                     f"{effect['between_share']:.0%} of the variance between sources (ICC), permutation p = "
+                     f"{effect['p_value']:.3f} ({effect['relabellings']:,} relabellings). A small p says the "
+                     "training source matters more than the seed.\n")
     if not heuristics.empty:
         h = heuristics.groupby("scheduler", sort=False)["bsld"].mean().sort_values().reset_index()
         parts += ["Heuristics on the same windows (mean bsld over windows):\n", _md(h)]

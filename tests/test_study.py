@@ -62,6 +62,7 @@ def test_quick_study_writes_every_row_table_and_figure(quick):
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == PNG
         assert f"(figures/{name}.png)" in report
     assert "## Wall time" in report and "Best predictor" in report and "## Failures" not in report
+    assert "Between sources or between seeds?" in report
     timing = {t["stage"]: t for t in json.loads((out / "timing.json").read_text())}
     assert set(timing) == set(study.STAGES) and timing["train"]["done"] == len(study.SOURCES) * len(SEEDS)
     fits = [p for p in (out.parent / "synth-cache").iterdir() if (p / "manifest.json").exists()]
@@ -257,3 +258,33 @@ def test_train_on_a_source_without_decisions_is_a_one_line_error(idle_synthesize
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --workload synthetic --synthesizer idle: 100 windows of")
     assert "no decision" in err[0] and "--window" in err[0]
+
+
+# ---- between sources or between seeds ---------------------------------------------------------------------------
+def per_seed_table(values: dict[str, list[float]]) -> pd.DataFrame:
+    """A study table with one window per (source, seed), whose bsld is ``exp(value)`` (the effect reads logs)."""
+    return pd.DataFrame([{"source": src, "seed": i, "window": 0, "bsld": float(np.exp(v))}
+                         for src, vs in values.items() for i, v in enumerate(vs)])
+
+
+def test_source_effect_is_the_anova_f_and_an_exact_permutation_p():
+    from scipy.stats import f_oneway
+
+    values = {"a": [0.0, 0.1], "b": [1.0, 1.2], "c": [2.0, 2.05], "one-seed": [9.0]}
+    effect = study_report.source_effect(per_seed_table(values))
+    assert effect["sources"] == 3 and effect["runs"] == 6  # a source with one seed has no within-source spread
+    f = f_oneway([0.0, 0.1], [1.0, 1.2], [2.0, 2.05]).statistic
+    assert effect["F"] == pytest.approx(f, rel=1e-9)
+    assert effect["between_share"] == pytest.approx((f - 1) / (f + 1), rel=1e-9)  # ICC(1) with two seeds each
+    # Perfectly separated: of the 720 orders of the six values, those that keep the three pairs together (3! orders
+    # of the pairs, 2! inside each) give the same F, and no other order reaches it: p = 48 / 720.
+    assert (effect["p_value"], effect["relabellings"]) == (pytest.approx(48 / 720), 720)
+
+
+def test_source_effect_when_seeds_differ_more_than_sources():
+    effect = study_report.source_effect(per_seed_table({"a": [0.0, 2.0], "b": [0.1, 1.9], "c": [0.05, 2.1]}))
+    assert effect["F"] < 1 and effect["between_share"] < 0 and effect["p_value"] > 0.5
+    sampled = study_report.source_effect(per_seed_table({"a": [0.0, 2.0], "b": [0.1, 1.9], "c": [0.05, 2.1]}),
+                                         permutations=200, seed=3)  # 720 > 200: random relabellings
+    assert sampled["relabellings"] == 200 and sampled["p_value"] > 0.5
+    assert np.isnan(study_report.source_effect(per_seed_table({"a": [0.0, 1.0]}))["p_value"])  # one source: no test
