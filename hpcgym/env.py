@@ -18,9 +18,9 @@ from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
 from hpcgym.rewards import OBJECTIVES
 from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
-from hpcgym.sim.core import Backfill
-from hpcgym.sim.engine import FCFS_ORDER, Buffers
-from hpcgym.sim.policy import score
+from hpcgym.sim.loop import Backfill
+from hpcgym.sim.policy import priority
+from hpcgym.sim.simulator import FCFS_ORDER, Buffers
 from hpcgym.workload import EpisodeSource, Window, check_fits
 from hpcgym.workload import factory as workload_factory
 
@@ -393,7 +393,7 @@ class SchedulingEnv(gym.Env):
         if self.render_mode == "ansi":
             return self._render_text()
         if self.render_mode == "rgb_array":
-            from hpcgym.render import gantt_rgb  # matplotlib only when asked for
+            from hpcgym.gantt import gantt_rgb  # matplotlib only when asked for
 
             return gantt_rgb(self.sim, self.machine)
         return None
@@ -493,7 +493,7 @@ def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
     q = sim.queue[:base.slots]
     keys = base.source.keys(base._window, policy)
     mask = base.action_masks()[:len(q)]
-    scores = [score(policy.code, sim.now, sim.submit[j], estimate[j], sim.job_nodes[j],
+    scores = [priority(policy.code, sim.now, sim.submit[j], estimate[j], sim.job_nodes[j],
                     0.0 if keys is None else keys[j]) if ok else np.inf for j, ok in zip(q, mask, strict=True)]
     return int(np.argmin(scores))
 

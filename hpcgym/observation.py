@@ -16,7 +16,7 @@ import math
 
 import numba as nb
 
-from hpcgym.sim import actions, core
+from hpcgym.sim import actions, loop
 from hpcgym.sim.backfill import NONE, shadow
 from hpcgym.sim.state import ACTION, EXTRA, FREE, LAST_HEAD, NEXT, NODES, PK, QE, QS, RN, SHADOW, T
 
@@ -222,14 +222,14 @@ def action_mask(mask, jobs, st):  # pragma: no cover - compiled
 
 @nb.njit(cache=True)
 def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, inv_area, v1):  # pragma: no cover
-    """Apply the choice ``chosen`` (:func:`hpcgym.sim.core.run`, step mode) and build the next observation.
+    """Apply the choice ``chosen`` (:func:`hpcgym.sim.loop.advance`, step mode) and build the next observation.
 
     One compiled call per decision for the environments (each crossing from Python costs the arguments' typing).
-    ``v1``: also fill the ``v1`` columns. Returns the engine's status (:data:`hpcgym.sim.core.DECIDE` or ``DONE``).
+    ``v1``: also fill the ``v1`` columns. Returns the engine's status (:data:`hpcgym.sim.loop.DECIDE` or ``DONE``).
     """
-    status = core.run(jobs, st, code, mode, chosen, True)
+    status = loop.advance(jobs, st, code, mode, chosen, True)
     build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area)
-    if status == core.DECIDE:
+    if status == loop.DECIDE:
         action_mask(mask, jobs, st)
     if v1:
         build_v1(obs, mask, jobs, st, mode, inv_time)

@@ -44,9 +44,9 @@ from gymnasium.vector.utils import batch_space
 
 from hpcgym import observation
 from hpcgym.env import SchedulingEnv, reset_options, whole_number
-from hpcgym.sim import core
+from hpcgym.sim import loop
 from hpcgym.sim.actions import HOLD_CHOICE
-from hpcgym.sim.engine import Buffers
+from hpcgym.sim.simulator import Buffers
 from hpcgym.sim.state import QE, QS, T
 
 
@@ -60,7 +60,7 @@ def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0,
     ``clock0[i]`` is the trace clock at the start of copy ``i``'s window (each copy plays its own window).
     """
     for i in range(len(actions)):
-        if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
+        if status[i] == loop.DONE:  # a pinned window that needed no decision: it ends now
             continue
         n = lengths[i]
         submit, hold, wall, nodes, key, limit, user = jobs
@@ -133,17 +133,17 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if actions.size != self.num_envs:
             raise ValueError(f"step takes one action per copy ({self.num_envs}), got {actions.size}: {actions!r}")
         actions = self._checked(actions.reshape(self.num_envs))
-        self._decisions += self._status != core.DONE
+        self._decisions += self._status != loop.DONE
         t = self.envs[0]
         _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, *self._arrays, self._obs,
                   self._mask, self._clock0, t._inv_wait, t._inv_time, t._inv_area, t.features == "v1")
         reward = np.zeros(self.num_envs)
-        terminated = self._status == core.DONE
+        terminated = self._status == loop.DONE
         self.final_infos = {}
         final_obs, final_info = None, {}
         for i in np.flatnonzero(terminated):
             env = self.envs[i]
-            env.sim.sync(core.DONE, int(self._decisions[i]))
+            env.sim.sync(loop.DONE, int(self._decisions[i]))
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])
             reward[i] = result.reward
@@ -172,7 +172,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
     def _loaded(self, i: int) -> None:
         sim = self.envs[i].sim
         self._lengths[i] = len(sim.submit)
-        self._status[i] = core.DECIDE if not sim.done else core.DONE
+        self._status[i] = loop.DECIDE if not sim.done else loop.DONE
         self._decisions[i] = sim.decisions
         self._clock0[i] = self.envs[i]._clock0
         self._invalid[i] = 0
@@ -188,7 +188,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"action {actions[i]} of copy {i} is outside the action space Discrete({width})")
-        bad = ~self._mask[np.arange(self.num_envs), actions] & (self._status != core.DONE)
+        bad = ~self._mask[np.arange(self.num_envs), actions] & (self._status != loop.DONE)
         if bad.any():
             valid = self._mask.sum(axis=1)
             if self.envs[0].invalid_action != "wrap":
@@ -206,7 +206,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         sc = self.buffers.state.sc
         every = self._every  # every copy has every key (Gymnasium's "_key" convention); read-only, shared
         return {"time": sc[:, T].copy(), "_time": every, "waiting": sc[:, QE] - sc[:, QS], "_waiting": every,
-                "decisions": self._decisions.copy(), "_decisions": every, "done": self._status == core.DONE,
+                "decisions": self._decisions.copy(), "_decisions": every, "done": self._status == loop.DONE,
                 "_done": every, "invalid_actions": self._invalid.copy(), "_invalid_actions": every,
                 "action_mask": self._mask.copy(), "_action_mask": every}
 
