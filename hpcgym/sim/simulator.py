@@ -6,6 +6,11 @@ jobs are scanned once in the order of ``order`` (a priority policy, FCFS by defa
 event. A heuristic that always picks its own head, with ``order`` set to itself, reproduces the batch schedule
 exactly (the tests check this for every heuristic and every mode but conservative, which has no head).
 
+This module is the one Python path into the compiled loop in step mode: :meth:`Simulator.advance` for one
+simulation (:meth:`Simulator.choose` and :meth:`Simulator.defer` check a choice first), :meth:`Batch.choose` for the
+rows of a batch. What else must happen when the loop stops (an environment builds its observation) is a
+:class:`StepHook`, run inside the same compiled call.
+
 >>> from hpcgym import traces
 >>> sim = Simulator(256, backfill="easy")
 >>> pending = sim.reset(traces.window(traces.load("lublin-256"), 64, rng=0))
@@ -17,7 +22,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -30,6 +37,31 @@ from hpcgym.sim.policy import PriorityPolicy, static_keys
 from hpcgym.sim.predict import Predictor
 from hpcgym.sim.state import ACTION, HOLD_LIMIT, VISIBLE, Jobs, State, allocate, prefix, reset, row
 from hpcgym.sim.table import check, hold_times
+
+
+class StepHook(Protocol):
+    """What step mode runs when the loop stops, inside the compiled call that advanced it.
+
+    ``step(jobs, st, code, mode, chosen, *args)`` applies the choice ``chosen`` to one simulation, runs it to its
+    next decision (:func:`hpcgym.sim.loop.advance`), does the hook's work and returns the status
+    (:data:`hpcgym.sim.loop.DECIDE` or ``DONE``). ``rows(slots, lengths, status, jobs, st, code, mode, *args)`` does
+    the same for each row ``i`` of a batch that is not done, choosing the job in slot ``slots[i]`` of its queue
+    (:class:`Batch`). Both are compiled: numba cannot cache a compiled function that takes another as an argument, so
+    a hook brings its own calls of the loop. ``args`` are the hook's arguments, as plain tuples (numba types named
+    ones slowly at each call). :class:`hpcgym.observation.Observer` is the environments' hook.
+    """
+
+    step: Callable[..., int]
+    rows: Callable[..., None] | None
+    args: tuple
+
+
+class NoHook:
+    """Step mode with nothing to do when the loop stops (one simulation only: no batch form)."""
+
+    step = staticmethod(loop.advance)
+    rows = None
+    args = ()
 
 
 def engine_jobs(submit: np.ndarray, hold: np.ndarray, walltime: np.ndarray, nodes: np.ndarray, keys: np.ndarray,
@@ -96,11 +128,12 @@ class Simulator:
         visible: how many waiting jobs (in arrival order) the caller sees: guarded and hold mode decide alone when
             fewer than two allowed choices are among them; 0: all.
         hold_limit: hold mode: the seconds of holds a job may be charged (> 0).
+        hook: what runs, in the same compiled call, each time the loop stops (:class:`StepHook`; default: nothing).
     """
 
     def __init__(self, nodes: int, backfill: Backfill = "none", order: PriorityPolicy = FCFS_ORDER,
                  kill_at_walltime: bool = True, predictor: str | Predictor | None = None, action: str = "pick",
-                 visible: int = 0, hold_limit: int = 0):
+                 visible: int = 0, hold_limit: int = 0, hook: StepHook | None = None):
         if backfill not in loop.STEP_MODES:
             raise ValueError(f"step mode supports backfill {loop.STEP_MODES}, not {backfill!r} "
                              "(conservative reserves every job on arrival, so there is no head to choose)")
@@ -117,6 +150,8 @@ class Simulator:
         self.order = order
         self.kill_at_walltime = kill_at_walltime
         self.predictor = predict.get(predictor)
+        self.hook: StepHook = NoHook() if hook is None else hook
+        self.decisions = 0
         self._status = loop.DONE
 
     def reset(self, jobs: pd.DataFrame) -> bool:
@@ -163,12 +198,20 @@ class Simulator:
         return self._run(-1)
 
     def _run(self, chosen: int) -> bool:
-        self._status = loop.advance(*self.arrays, self.order.code, self.mode, chosen, True)
+        """The compiled call, with the hook: apply ``chosen`` (-1: none) and run to the next decision."""
+        hook = self.hook
+        self._status = hook.step(*self.arrays, self.order.code, self.mode, chosen, *hook.args)
         return self._status == loop.DECIDE
 
-    def sync(self, status: int, decisions: int) -> None:
-        """Take the status and decision count after the buffers were stepped from outside (a vector env)."""
-        self._status, self.decisions = status, decisions
+    def advance(self, choice: int) -> bool:
+        """Carry out ``choice`` unchecked, count the decision, run to the next one; return whether one is pending.
+
+        ``choice``: a waiting job's row index, or :data:`hpcgym.sim.actions.HOLD_CHOICE` (hold mode). For callers
+        that checked it already (an environment, against its action mask); others call :meth:`choose` or
+        :meth:`defer`, which check it first.
+        """
+        self.decisions += 1
+        return self._run(choice)
 
     def choose(self, job: int) -> bool:
         """Pick waiting job ``job`` (a row index of the job table) as the head; return whether a decision is pending.
@@ -177,8 +220,7 @@ class Simulator:
             ValueError: no decision is pending, or ``job`` is not waiting.
         """
         self.check_choice(job)
-        self.decisions += 1
-        return self._run(int(job))
+        return self.advance(int(job))
 
     def defer(self) -> bool:
         """Hold mode: start nothing now (see :mod:`hpcgym.sim.actions`); return whether a decision is pending.
@@ -190,8 +232,7 @@ class Simulator:
             raise ValueError("defer() (a hold) needs a pending decision in action='hold' mode")
         if any(self.allowed(j) and self._state.held[j] >= self.hold_limit for j in self.queue):
             raise ValueError("a job that fits has used up its hold budget: it must start now (choose it)")
-        self.decisions += 1
-        return self._run(actions.HOLD_CHOICE)
+        return self.advance(actions.HOLD_CHOICE)
 
     def allowed(self, job: int) -> bool:
         """Whether the pending decision may choose waiting job ``job`` under the action mode."""
@@ -259,3 +300,47 @@ class Simulator:
             jobs = pd.DataFrame({"job_id": np.arange(1, len(self.start) + 1), "submit": self.submit,
                                  "walltime": self.limit, "nodes": self.job_nodes})
         return metrics.records(jobs.loc[started], self.start[started], self.hold[started])
+
+
+class Batch:
+    """Simulators whose structures are the rows of one :class:`Buffers` batch, advanced in one compiled call.
+
+    Each simulator loads its own windows (:meth:`Simulator.load` with its row as ``buffers``); :meth:`choose` then
+    advances every row with a pending decision through the hook's ``rows``, and the simulators read their state from
+    their rows as before.
+
+    Args:
+        sims: the simulators, row ``i`` for ``sims[i]`` (one order and backfill mode for all).
+        buffers: the batch (:meth:`Buffers.allocate` with ``copies=(len(sims),)``).
+        hook: the batch form of the simulators' hook (its ``rows`` and batch-shaped ``args``).
+    """
+
+    def __init__(self, sims: Sequence[Simulator], buffers: Buffers, hook: StepHook):
+        self.sims, self.buffers, self.hook = list(sims), buffers, hook
+        self.arrays = tuple(buffers.jobs), tuple(buffers.state)  # plain tuples: quicker to pass to numba
+        self.lengths = np.zeros(len(self.sims), np.int64)  #: jobs loaded in each row
+        self.status = np.zeros(len(self.sims), np.int64)  #: each row's status (DECIDE or DONE)
+        self.decisions = np.zeros(len(self.sims), np.int64)  #: each row's decisions this episode
+
+    def loaded(self, i: int) -> None:
+        """Take row ``i``'s new episode after its simulator loaded it."""
+        sim = self.sims[i]
+        self.lengths[i] = len(sim.submit)
+        self.status[i] = loop.DONE if sim.done else loop.DECIDE
+        self.decisions[i] = sim.decisions
+
+    def choose(self, slots: np.ndarray) -> np.ndarray:
+        """Carry out the choice in slot ``slots[i]`` of row ``i``'s queue (checked already) for every pending row.
+
+        Slot ``slots`` (one after the visible ones) is a hold, in hold mode. Returns the rows whose episode ended (their
+        simulators are then :attr:`Simulator.done`). A row whose episode was already over (a pinned window that
+        needed no decision) ends now, whatever its slot.
+        """
+        first = self.sims[0]
+        self.decisions += self.status != loop.DONE
+        self.hook.rows(slots, self.lengths, self.status, *self.arrays, first.order.code, first.mode, *self.hook.args)
+        ended = np.flatnonzero(self.status == loop.DONE)
+        for i in ended:
+            sim = self.sims[i]
+            sim._status, sim.decisions = loop.DONE, int(self.decisions[i])
+        return ended
