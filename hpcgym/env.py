@@ -21,7 +21,7 @@ from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
 from hpcgym.sim.loop import Backfill
 from hpcgym.sim.policy import priority
 from hpcgym.sim.simulator import FCFS_ORDER, Buffers
-from hpcgym.workload import EpisodeSource, Window, check_fits
+from hpcgym.workload import EpisodeSource, Window
 from hpcgym.workload import factory as workload_factory
 
 #: Windows that need no decision are redrawn at most this many times in a row.
@@ -266,9 +266,10 @@ class SchedulingEnv(gym.Env):
         if not isinstance(workload, pd.DataFrame):
             raise TypeError("workload must be a trace name or path, a job table, 'synthetic', or an object with "
                             f"sample(n_jobs, seed); got {type(workload).__name__}")
-        check_valid(workload)
+        # At construction: a bad job would otherwise fail only at the reset that meets it.
+        jobtable.check_valid(workload, need_sorted=False, what="the workload's job table")
         table = traces.split(jobtable.finalize(workload.copy()), split, train_fraction)
-        check_fits(table, self.machine.nodes, self.machine.name)
+        jobtable.check_valid(table, self.machine.nodes, self.machine.name, what=f"the {split} split")
         if len(table) < self.window:
             raise ValueError(f"the {split} split has {len(table)} jobs, fewer than window={self.window}")
         return EpisodeSource(table, None, self.window, self.machine, self.kill_at_walltime)
@@ -436,23 +437,6 @@ def reset_options(options: Any) -> dict[str, Any]:
 def longest_walltime(jobs: pd.DataFrame) -> float:
     """The default ``time_scale`` of a workload: its longest walltime in seconds, at least 60."""
     return float(max(jobs["walltime"].max(), 60))
-
-
-def check_valid(jobs: pd.DataFrame) -> None:
-    """Refuse, at construction, a job table that would fail only at the reset that meets its bad job."""
-    problems = []
-    for col in ("submit", "run", "walltime", "nodes"):
-        if col not in jobs:
-            problems.append(f"no {col!r} column")
-            continue
-        values = pd.to_numeric(jobs[col], errors="coerce")
-        bad = int(values.isna().sum())
-        bad += int((values <= 0).sum()) if col != "submit" else int((values < 0).sum())
-        if bad:
-            problems.append(f"{bad} jobs with a missing or {'negative' if col == 'submit' else 'non-positive'} {col}")
-    if problems:
-        raise ValueError(f"the workload's job table is not valid: {'; '.join(problems)}. Drop such jobs first "
-                         "(hpcgym.jobs.apply_invalid_policy) or read the trace with hpcgym.traces.read")
 
 
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:

@@ -20,8 +20,9 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
 - ``policy.py``: the priority formulas and :class:`PriorityPolicy`; ``heuristics.py``: the named heuristics.
 - ``actions.py``: the action modes of step mode (what an agent's choice means: pick, guarded, hold).
 - ``predict.py``: runtime predictors (a job's estimate from its user's finished jobs) and their correction.
-- ``table.py``: job tables in (validation, hold times); ``simulator.py``: :class:`Simulator`, the Python face of
-  step mode.
+- ``table.py``: job tables in (the settings they can run with, hold times; their validity is
+  :func:`hpcgym.jobs.check_valid`); ``simulator.py``: :class:`Simulator` and :class:`~hpcgym.sim.simulator.Batch`,
+  the one Python path into the loop in step mode, with a hook that runs in the same compiled call.
 - ``reference.py``: the same semantics as SimPy processes: slow, literal, the tests' oracle.
 - ``core.py`` and ``engine.py``: deprecated aliases of ``loop.py`` and ``simulator.py`` (their old names), kept for
   old imports.

@@ -61,7 +61,7 @@ class NoHook:
 
     step = staticmethod(loop.advance)
     rows = None
-    args = ()
+    args = (True,)  # advance's ``external``: step mode
 
 
 def engine_jobs(submit: np.ndarray, hold: np.ndarray, walltime: np.ndarray, nodes: np.ndarray, keys: np.ndarray,
