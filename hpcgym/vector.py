@@ -108,13 +108,11 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if actions.size != self.num_envs:
             raise ValueError(f"step takes one action per copy ({self.num_envs}), got {actions.size}: {actions!r}")
         actions = self._checked(actions.reshape(self.num_envs))
-        ended = self.batch.choose(actions)
+        terminated = self.batch.choose(actions)
         reward = np.zeros(self.num_envs)
-        terminated = np.zeros(self.num_envs, bool)
-        terminated[ended] = True
         self.final_infos = {}
         final_obs, final_info = None, {}
-        for i in ended:
+        for i in np.flatnonzero(terminated):
             env = self.envs[i]
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])

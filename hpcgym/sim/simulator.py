@@ -310,13 +310,14 @@ class Batch:
     their rows as before.
 
     Args:
-        sims: the simulators, row ``i`` for ``sims[i]`` (one order and backfill mode for all).
+        sims: the simulators, row ``i`` for ``sims[i]`` (one order and backfill mode for all: the first's).
         buffers: the batch (:meth:`Buffers.allocate` with ``copies=(len(sims),)``).
         hook: the batch form of the simulators' hook (its ``rows`` and batch-shaped ``args``).
     """
 
     def __init__(self, sims: Sequence[Simulator], buffers: Buffers, hook: StepHook):
         self.sims, self.buffers, self.hook = list(sims), buffers, hook
+        self.code, self.mode = self.sims[0].order.code, self.sims[0].mode
         self.arrays = tuple(buffers.jobs), tuple(buffers.state)  # plain tuples: quicker to pass to numba
         self.lengths = np.zeros(len(self.sims), np.int64)  #: jobs loaded in each row
         self.status = np.zeros(len(self.sims), np.int64)  #: each row's status (DECIDE or DONE)
@@ -332,15 +333,15 @@ class Batch:
     def choose(self, slots: np.ndarray) -> np.ndarray:
         """Carry out the choice in slot ``slots[i]`` of row ``i``'s queue (checked already) for every pending row.
 
-        Slot ``slots`` (one after the visible ones) is a hold, in hold mode. Returns the rows whose episode ended (their
-        simulators are then :attr:`Simulator.done`). A row whose episode was already over (a pinned window that
-        needed no decision) ends now, whatever its slot.
+        Slot ``slots`` (one after the visible ones) is a hold, in hold mode. Returns whether each row's episode
+        ended (their simulators are then :attr:`Simulator.done`). A row whose episode was already over (a pinned
+        window that needed no decision) ends now, whatever its slot.
         """
-        first = self.sims[0]
-        self.decisions += self.status != loop.DONE
-        self.hook.rows(slots, self.lengths, self.status, *self.arrays, first.order.code, first.mode, *self.hook.args)
-        ended = np.flatnonzero(self.status == loop.DONE)
-        for i in ended:
+        status = self.status
+        self.decisions += status != loop.DONE
+        self.hook.rows(slots, self.lengths, status, *self.arrays, self.code, self.mode, *self.hook.args)
+        ended = status == loop.DONE
+        for i in np.flatnonzero(ended):
             sim = self.sims[i]
             sim._status, sim.decisions = loop.DONE, int(self.decisions[i])
         return ended
