@@ -113,6 +113,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.final_infos = {}
         final_obs, final_info = None, {}
         for i in np.flatnonzero(terminated):
+            self.batch.ended(i)
             env = self.envs[i]
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])

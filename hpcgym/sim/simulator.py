@@ -317,8 +317,8 @@ class Batch:
 
     def __init__(self, sims: Sequence[Simulator], buffers: Buffers, hook: StepHook):
         self.sims, self.buffers, self.hook = list(sims), buffers, hook
-        self.code, self.mode = self.sims[0].order.code, self.sims[0].mode
         self.arrays = tuple(buffers.jobs), tuple(buffers.state)  # plain tuples: quicker to pass to numba
+        self._args = (*self.arrays, self.sims[0].order.code, self.sims[0].mode)  # what every call passes first
         self.lengths = np.zeros(len(self.sims), np.int64)  #: jobs loaded in each row
         self.status = np.zeros(len(self.sims), np.int64)  #: each row's status (DECIDE or DONE)
         self.decisions = np.zeros(len(self.sims), np.int64)  #: each row's decisions this episode
@@ -333,15 +333,17 @@ class Batch:
     def choose(self, slots: np.ndarray) -> np.ndarray:
         """Carry out the choice in slot ``slots[i]`` of row ``i``'s queue (checked already) for every pending row.
 
-        Slot ``slots`` (one after the visible ones) is a hold, in hold mode. Returns whether each row's episode
-        ended (their simulators are then :attr:`Simulator.done`). A row whose episode was already over (a pinned
-        window that needed no decision) ends now, whatever its slot.
+        Slot ``slots`` (one after the visible ones) is a hold, in hold mode. Returns whether each row's episode is
+        over: call :meth:`ended` for each row that ended before reading its simulator. A row whose episode was
+        already over (a pinned window that needed no decision) ends now, whatever its slot.
         """
         status = self.status
         self.decisions += status != loop.DONE
-        self.hook.rows(slots, self.lengths, status, *self.arrays, self.code, self.mode, *self.hook.args)
-        ended = status == loop.DONE
-        for i in np.flatnonzero(ended):
-            sim = self.sims[i]
-            sim._status, sim.decisions = loop.DONE, int(self.decisions[i])
-        return ended
+        self.hook.rows(slots, self.lengths, status, *self._args, *self.hook.args)
+        return status == loop.DONE
+
+    def ended(self, i: int) -> Simulator:
+        """Row ``i``'s simulator, told that its episode ended in the last :meth:`choose`."""
+        sim = self.sims[i]
+        sim._status, sim.decisions = loop.DONE, int(self.decisions[i])
+        return sim
