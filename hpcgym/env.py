@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -17,20 +16,19 @@ from gymnasium import spaces
 from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
 from hpcgym.errors import NoDecisionError
+from hpcgym.observation import WAIT_SCALE, Observer, Scales
 from hpcgym.rewards import OBJECTIVES
 from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
-from hpcgym.sim.core import Backfill
-from hpcgym.sim.engine import FCFS_ORDER, Buffers
-from hpcgym.sim.policy import score
-from hpcgym.workload import EpisodeSource, Window, check_fits
+from hpcgym.sim.loop import Backfill
+from hpcgym.sim.policy import priority
+from hpcgym.sim.simulator import FCFS_ORDER, Buffers
+from hpcgym.workload import EpisodeSource, Window
 from hpcgym.workload import factory as workload_factory
 
 #: Windows that need no decision are redrawn at most this many times in a row.
 MAX_REDRAWS = 100
 #: Sampled workloads: the observation's scales come from this many jobs sampled with seed 0.
 SCALE_SAMPLE_JOBS = 1024
-#: Waits are scaled against this many times the longest walltime.
-WAIT_SCALE = 10.0
 
 
 def resolve(spec: Any) -> Any:
@@ -93,7 +91,8 @@ class SchedulingEnv(gym.Env):
     ``Box(0, 1, shape=(slots + 1, 8), float32)``. Rows ``0..slots-1`` are waiting jobs (padding rows are all zero,
     with ``present = 0``); the last row is the machine. Times are log-scaled against ``time_scale`` seconds (by
     default the workload's longest walltime): a time of ``time_scale`` maps to 1, waits to 1 at
-    :data:`WAIT_SCALE` times it, areas at ``time_scale`` x the machine's nodes.
+    :data:`~hpcgym.observation.WAIT_SCALE` times it, areas at ``time_scale`` x the machine's nodes (:attr:`scales`
+    holds them all, as a :class:`~hpcgym.observation.Scales`).
 
     | col | job row | machine row |
     |-----|---------|-------------|
@@ -163,9 +162,9 @@ class SchedulingEnv(gym.Env):
     - ``action`` (``"pick"``), ``hold_limit`` (3600 s, hold mode only): the action mode (see "Action space").
     - ``time_scale`` (None): seconds that the log-scaled time features map to 1; None takes the workload's longest
       walltime (at least 60 s; for a sampled workload, that of :data:`SCALE_SAMPLE_JOBS` jobs sampled with seed 0).
-      :attr:`time_scale` holds the value used. An agent must see the *same* scale wherever it plays: give the
-      environments it is validated and evaluated in its training environment's ``time_scale``, or one job would
-      look different in each (their workloads' longest walltimes differ).
+      :attr:`time_scale` holds the value used (:attr:`scales` every scale). An agent must see the *same* scale
+      wherever it plays: give the environments it is validated and evaluated in its training environment's
+      ``time_scale``, or one job would look different in each (their workloads' longest walltimes differ).
 
     After the episode ends, :attr:`result` holds its :class:`hpcgym.rewards.EpisodeResult`; ``step`` raises
     ``ValueError`` until ``reset``. :func:`hpcgym.make_vec` steps N copies in one compiled call.
@@ -223,7 +222,6 @@ class SchedulingEnv(gym.Env):
             compare_with = (compare_with,)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
         self.action, self.hold_limit = action, int(hold_limit) if action == "hold" else 0
-        self.sim = self._simulator()
         self.source = self._workload(workload, split, train_fraction)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.WIDTH[features]),
                                             dtype=np.float32)
@@ -233,7 +231,8 @@ class SchedulingEnv(gym.Env):
         table = self.source.table
         if table is None:
             table = self.source.sampler.sample(SCALE_SAMPLE_JOBS, seed=0)
-        self._set_scales(longest_walltime(table) if time_scale is None else float(time_scale))
+        scales = Scales.of(longest_walltime(table) if time_scale is None else float(time_scale), self.machine.nodes)
+        self.sim = self._simulator(Observer(self._obs, self._mask, scales, features))  # it builds the observation
         self._window: Window | None = None
         self._buffers: Buffers | None = None  # set by a vector environment: rows of its batch
         self.result: rewards.EpisodeResult | None = None
@@ -246,14 +245,14 @@ class SchedulingEnv(gym.Env):
         are ``buffers``, ``obs`` and ``mask`` (views into the vector environment's arrays).
         """
         other = copy.copy(self)
-        other.sim = self._simulator()
+        other.sim = self._simulator(Observer(obs, mask, self.scales, self.features))
         other._buffers, other._obs, other._mask = buffers, obs, mask
         other._window, other.result, other._np_random = None, None, None
         return other
 
-    def _simulator(self) -> Simulator:
+    def _simulator(self, observer: Observer) -> Simulator:
         return Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime, self.predictor,
-                         self.action, self.slots, self.hold_limit)
+                         self.action, self.slots, self.hold_limit, hook=observer)
 
     # ---- workloads -------------------------------------------------------------------------------------------
     def _workload(self, workload: Any, split: str, train_fraction: float) -> EpisodeSource:
@@ -268,9 +267,10 @@ class SchedulingEnv(gym.Env):
         if not isinstance(workload, pd.DataFrame):
             raise TypeError("workload must be a trace name or path, a job table, 'synthetic', or an object with "
                             f"sample(n_jobs, seed); got {type(workload).__name__}")
-        check_valid(workload)
+        # At construction: a bad job would otherwise fail only at the reset that meets it.
+        jobtable.check_valid(workload, need_sorted=False, what="the workload's job table")
         table = traces.split(jobtable.finalize(workload.copy()), split, train_fraction)
-        check_fits(table, self.machine.nodes, self.machine.name)
+        jobtable.check_valid(table, self.machine.nodes, self.machine.name, what=f"the {split} split")
         if len(table) < self.window:
             raise ValueError(f"the {split} split has {len(table)} jobs, fewer than window={self.window}")
         return EpisodeSource(table, None, self.window, self.machine, self.kill_at_walltime)
@@ -285,14 +285,15 @@ class SchedulingEnv(gym.Env):
         train = None if source is None else traces.split(traces.load(source), "train", train_fraction)
         return workload_factory("synthetic")(self.machine, train)
 
-    def _set_scales(self, time_scale: float) -> None:
-        if not (math.isfinite(time_scale) and time_scale > 0):
-            raise ValueError(f"time_scale must be a positive number of seconds, not {time_scale!r}")
-        self.time_scale = time_scale
-        self._inv_time = 1.0 / np.log1p(time_scale)
-        self._inv_wait = 1.0 / np.log1p(WAIT_SCALE * time_scale)
-        self._inv_area = 1.0 / np.log1p(time_scale * self.machine.nodes)
-        self._clock0 = 0  # the trace clock at the current window's time 0 (the time-of-day feature's origin)
+    @property
+    def scales(self) -> Scales:
+        """How the observation scales times, and the current window's clock (the time of day's origin)."""
+        return self.sim.hook.scales
+
+    @property
+    def time_scale(self) -> float:
+        """Seconds that the log-scaled time features map to 1 (see the ``time_scale`` argument)."""
+        return self.scales.time_scale
 
     # ---- the Gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -316,8 +317,8 @@ class SchedulingEnv(gym.Env):
         pending = self.load_window(self.np_random, pinned)
         if not pending:
             self.result = self.finish()
-            return self._observe(), self._info(self.result)
-        return self._observe(), self._info()
+            return self._obs.copy(), self.step_info(self.result)
+        return self._obs.copy(), self.step_info()
 
     def load_window(self, rng: np.random.Generator, pinned: int | None = None) -> bool:
         """Draw windows until one needs a decision (or take the pinned one); return whether one is pending."""
@@ -325,7 +326,7 @@ class SchedulingEnv(gym.Env):
         loads = []
         for _ in range(MAX_REDRAWS):
             self._window = w = self.source.draw(rng, pinned)
-            self._clock0 = w.clock0
+            self.sim.hook.scales = self.scales.at(w.clock0)  # the time of day's origin
             keys = self.source.keys(w, self.order)
             pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers, w.user)
             if pending or pinned is not None:
@@ -348,17 +349,15 @@ class SchedulingEnv(gym.Env):
             self.invalid_actions += 1
             action = int(np.flatnonzero(self._mask)[action % int(self._mask.sum())])  # the (a mod v)-th valid one
         sim = self.sim
-        job = actions.HOLD_CHOICE if action == self.slots else int(sim.queue[action])
-        if job != actions.HOLD_CHOICE:
-            sim.check_choice(job)
-        status = observation.step(*sim.arrays, self.order.code, sim.mode, job, self._obs, self._mask, self._clock0,
-                                  self._inv_wait, self._inv_time, self._inv_area, self.features == "v1")
-        sim.sync(status, sim.decisions + 1)
+        if action == self.slots:  # the hold, which the mask allowed (it is the action mode's rule)
+            sim.advance(actions.HOLD_CHOICE)
+        else:
+            sim.choose(int(sim.queue[action]))  # the observation is built in the same compiled call
         obs = self._obs.copy()
         if not sim.done:
-            return obs, 0.0, False, False, self._info()
+            return obs, 0.0, False, False, self.step_info()
         self.result = self.finish()
-        return obs, self.result.reward, True, False, self._info(self.result)
+        return obs, self.result.reward, True, False, self.step_info(self.result)
 
     def action_masks(self) -> np.ndarray:
         """Valid actions: the slots that hold a job the action mode allows (and, in hold mode, the hold)."""
@@ -376,17 +375,8 @@ class SchedulingEnv(gym.Env):
         """The current window's job table (submit times rebased to the window's first job)."""
         return self._window.table.reset_index(drop=True).assign(submit=self._window.submit)
 
-    # ---- internals -------------------------------------------------------------------------------------------
-    def _observe(self) -> np.ndarray:
-        observation.build_state(self._obs, self._mask, *self.sim.arrays, self._clock0, self._inv_wait,
-                                self._inv_time, self._inv_area)
-        if not self.sim.done:
-            observation.action_mask(self._mask, *self.sim.arrays)
-        if self.features == "v1":
-            observation.build_v1(self._obs, self._mask, *self.sim.arrays, self.sim.mode, self._inv_time)
-        return self._obs.copy()
-
-    def _info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
+    def step_info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
+        """The ``info`` of a step or reset (see the class docstring); ``result``: the episode's, at its end."""
         info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
                                 "done": result is not None, "invalid_actions": self.invalid_actions,
                                 "action_mask": self._mask.copy()}
@@ -399,7 +389,7 @@ class SchedulingEnv(gym.Env):
         if self.render_mode == "ansi":
             return self._render_text()
         if self.render_mode == "rgb_array":
-            from hpcgym.render import gantt_rgb  # matplotlib only when asked for
+            from hpcgym.gantt import gantt_rgb  # matplotlib only when asked for
 
             return gantt_rgb(self.sim, self.machine)
         return None
@@ -462,23 +452,6 @@ def longest_walltime(jobs: pd.DataFrame) -> float:
     return float(max(jobs["walltime"].max(), 60))
 
 
-def check_valid(jobs: pd.DataFrame) -> None:
-    """Refuse, at construction, a job table that would fail only at the reset that meets its bad job."""
-    problems = []
-    for col in ("submit", "run", "walltime", "nodes"):
-        if col not in jobs:
-            problems.append(f"no {col!r} column")
-            continue
-        values = pd.to_numeric(jobs[col], errors="coerce")
-        bad = int(values.isna().sum())
-        bad += int((values <= 0).sum()) if col != "submit" else int((values < 0).sum())
-        if bad:
-            problems.append(f"{bad} jobs with a missing or {'negative' if col == 'submit' else 'non-positive'} {col}")
-    if problems:
-        raise ValueError(f"the workload's job table is not valid: {'; '.join(problems)}. Drop such jobs first "
-                         "(hpcgym.jobs.apply_invalid_policy) or read the trace with hpcgym.traces.read")
-
-
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
     """The keys an episode's last ``info`` adds (see the class docstring)."""
     return {"metrics": result.metrics, "records": result.records, "window_start": window_start,
@@ -506,9 +479,9 @@ def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
     q = sim.queue[:base.slots]
     keys = base.source.keys(base._window, policy)
     mask = base.action_masks()[:len(q)]
-    scores = [score(policy.code, sim.now, sim.submit[j], estimate[j], sim.job_nodes[j],
+    scores = [priority(policy.code, sim.now, sim.submit[j], estimate[j], sim.job_nodes[j],
                     0.0 if keys is None else keys[j]) if ok else np.inf for j, ok in zip(q, mask, strict=True)]
     return int(np.argmin(scores))
 
 
-__all__ = ["OBJECTIVES", "SchedulingEnv", "episode_info", "heuristic_action", "resolve"]
+__all__ = ["OBJECTIVES", "WAIT_SCALE", "SchedulingEnv", "episode_info", "heuristic_action", "resolve"]

@@ -203,20 +203,63 @@ def warn_dropped(path: object, counts: dict[str, int], total: int) -> None:
 
 
 def validate(df: pd.DataFrame, max_nodes: int | None = None) -> None:
-    """Raise ``ValueError`` unless ``df`` is a canonical, sorted job table of valid jobs."""
+    """Raise ``ValueError`` unless ``df`` is a canonical job table (columns, dtypes) that :func:`check_valid` passes."""
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"job table lacks the columns {missing}; see hpcgym.jobs.COLUMNS")
     for col, dtype in COLUMNS.items():
         if col != "status" and str(df[col].dtype) != dtype and not (dtype == "int64" and df[col].dtype == np.int32):
             raise ValueError(f"column {col!r} has dtype {df[col].dtype}, expected {dtype}")
-    submit = df["submit"].to_numpy()
-    if np.any(np.diff(submit) < 0):
-        raise ValueError("job table is not sorted by submit time; pass it through hpcgym.jobs.finalize")
-    reason = invalid_reasons(df, max_nodes)
-    if (reason >= 0).any():
-        i = int(np.flatnonzero(reason >= 0)[0])
-        raise ValueError(f"job {df['job_id'].iat[i]} is invalid: {list(INVALID_REASONS)[reason[i]]}")
+    check_valid(df, max_nodes)
+
+
+#: The columns a simulation reads, each with its smallest valid value (submit times start at 0).
+SIMULATED: dict[str, int] = {"submit": 0, "run": 1, "walltime": 1, "nodes": 1}
+
+
+def problems(df: pd.DataFrame, max_nodes: int | None = None, machine: str = "the machine",
+             need_sorted: bool = True) -> list[str]:
+    """What keeps ``df`` from being simulated, one phrase per kind of problem (empty: nothing).
+
+    The one rule of a simulable job table (the simulator, the environments and the workloads all check it here):
+    the :data:`SIMULATED` columns are present, numbers and within their ranges, every job fits in ``max_nodes``
+    nodes (when given) and, with ``need_sorted``, submit times do not decrease. Tables before :func:`finalize`
+    (object or float columns, missing values) are read as numbers.
+    """
+    found = []
+    for col, low in SIMULATED.items():
+        if col not in df:
+            found.append(f"no {col!r} column")
+            continue
+        values = _numbers(df[col])
+        bad = int(np.isnan(values).sum() if values.dtype.kind == "f" else 0) + int((values < low).sum())
+        if bad:
+            found.append(f"{bad} jobs with a missing or {'negative' if low == 0 else 'non-positive'} {col}")
+    if need_sorted and "submit" in df and np.any(np.diff(_numbers(df["submit"])) < 0):
+        found.append("jobs not sorted by submit time (pass them through hpcgym.jobs.finalize)")
+    if max_nodes is not None and "nodes" in df:
+        nodes = _numbers(df["nodes"])
+        too_big = int((nodes > max_nodes).sum())
+        if too_big:
+            found.append(f"{too_big} jobs need more than the {max_nodes} nodes of {machine} (the widest asks for "
+                         f"{int(np.nanmax(nodes))} nodes but the machine has {max_nodes})")
+    return found
+
+
+def check_valid(df: pd.DataFrame, max_nodes: int | None = None, machine: str = "the machine",
+                need_sorted: bool = True, what: str = "the job table") -> None:
+    """Raise ``ValueError`` naming every problem :func:`problems` finds in ``df`` (``what`` names the table)."""
+    found = problems(df, max_nodes, machine, need_sorted)
+    if found:
+        raise ValueError(f"{what} is not valid: {'; '.join(found)}. Drop invalid jobs first "
+                         "(hpcgym.jobs.apply_invalid_policy; hpcgym.traces.read does it), or pick a bigger machine")
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A column's values as numbers (what is not a number becomes NaN); integer columns as they are."""
+    if column.dtype.kind in "iub":
+        return column.to_numpy()
+    return pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
 
 
 def empty() -> pd.DataFrame:

@@ -8,17 +8,27 @@ Two versions: ``v0`` has the 8 columns of :data:`JOB_FEATURES` and :data:`CLUSTE
 :data:`JOB_FEATURES_V1` and :data:`CLUSTER_FEATURES_V1`, the information the history-based references use: each job's
 runtime prediction and its user's recent accuracy, the reservation EASY holds and what may start around it, and
 when the running jobs release their nodes (``docs/definitions.md`` defines each).
+
+:class:`Scales` holds how times are scaled, and the clock of the time of day. :class:`Observer` makes the builder
+the hook of step mode (:class:`hpcgym.sim.simulator.StepHook`): the compiled call that advances a simulation, or a
+batch of them, also builds its observation.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
+import numpy as np
 
-from hpcgym.sim import actions, core
+from hpcgym.sim import actions, loop
+from hpcgym.sim.actions import HOLD_CHOICE
 from hpcgym.sim.backfill import NONE, shadow
 from hpcgym.sim.state import ACTION, EXTRA, FREE, LAST_HEAD, NEXT, NODES, PK, QE, QS, RN, SHADOW, T
+
+#: Waits are scaled against this many times the time scale.
+WAIT_SCALE = 10.0
 
 JOB_FEATURES = (
     "present",  # 1 for a job, 0 for padding
@@ -59,6 +69,40 @@ N_FEATURES_V1 = len(JOB_FEATURES_V1)
 WIDTH = {"v0": N_FEATURES, "v1": N_FEATURES_V1}
 PRESENT = JOB_FEATURES.index("present")  #: the column that tells a job row from padding (agents read it)
 assert len(CLUSTER_FEATURES) == N_FEATURES and len(CLUSTER_FEATURES_V1) == N_FEATURES_V1
+
+
+class Scales(NamedTuple):
+    """How the observation scales times (an environment's :attr:`~hpcgym.env.SchedulingEnv.scales`).
+
+    Times are ``log1p(x) * inv`` against ``time_scale`` seconds (a time of ``time_scale`` maps to 1), waits against
+    :data:`WAIT_SCALE` times it, areas against ``time_scale`` x the machine's nodes. The time of day is read on the
+    trace's clock, which is ``clock`` at the current window's time 0.
+
+    Attributes:
+        time_scale: seconds that the log-scaled time features map to 1.
+        inv_wait: ``1 / log1p(WAIT_SCALE * time_scale)``.
+        inv_time: ``1 / log1p(time_scale)``.
+        inv_area: ``1 / log1p(time_scale * machine nodes)``.
+        clock: the trace clock (Unix seconds) at the current window's time 0 (0 when the trace does not know it).
+    """
+
+    time_scale: float
+    inv_wait: float
+    inv_time: float
+    inv_area: float
+    clock: int = 0
+
+    @classmethod
+    def of(cls, time_scale: float, machine_nodes: int, clock: int = 0) -> Scales:
+        """The scales of ``time_scale`` seconds on a machine of ``machine_nodes`` nodes."""
+        if not (math.isfinite(time_scale) and time_scale > 0):
+            raise ValueError(f"time_scale must be a positive number of seconds, not {time_scale!r}")
+        return cls(float(time_scale), float(1.0 / np.log1p(WAIT_SCALE * time_scale)),
+                   float(1.0 / np.log1p(time_scale)), float(1.0 / np.log1p(time_scale * machine_nodes)), int(clock))
+
+    def at(self, clock: int) -> Scales:
+        """The same scales for a window whose time 0 is ``clock`` on the trace's clock."""
+        return self._replace(clock=int(clock))
 
 
 @nb.njit(cache=True)
@@ -110,8 +154,12 @@ def build(obs, mask, queue, now, free, total, submit, wall, nodes, running, ends
 
 
 @nb.njit(cache=True)
-def build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area):  # pragma: no cover - compiled
-    """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`; plain tuples work too)."""
+def build_state(obs, mask, jobs, st, scales):  # pragma: no cover - compiled
+    """:func:`build` from a step-mode simulation's structures (:mod:`hpcgym.sim.state`; plain tuples work too).
+
+    ``scales`` is a :class:`Scales` as a plain tuple (numba types a named tuple slowly at each call from Python).
+    """
+    _, inv_wait, inv_time, inv_area, clock0 = scales
     submit, nodes, limit = jobs[0], jobs[3], jobs[5]  # the walltime columns show the request, not a prediction
     sc, begin, q, rs = st[0], st[1], st[4], st[7]
     n = len(begin)
@@ -221,16 +269,80 @@ def action_mask(mask, jobs, st):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def step(jobs, st, code, mode, chosen, obs, mask, clock0, inv_wait, inv_time, inv_area, v1):  # pragma: no cover
-    """Apply the choice ``chosen`` (:func:`hpcgym.sim.core.run`, step mode) and build the next observation.
+def observe_step(jobs, st, code, mode, chosen, obs, mask, scales, v1):  # pragma: no cover - compiled
+    """Step mode with the observation as its hook: apply ``chosen``, run to the next decision, build the observation.
 
-    One compiled call per decision for the environments (each crossing from Python costs the arguments' typing).
-    ``v1``: also fill the ``v1`` columns. Returns the engine's status (:data:`hpcgym.sim.core.DECIDE` or ``DONE``).
+    One compiled call per decision (each crossing from Python costs the typing of its arguments): the
+    :class:`Observer`'s ``step`` (:func:`hpcgym.sim.loop.advance` with ``external``). ``scales``: a :class:`Scales`
+    as a plain tuple; ``v1``: also fill the ``v1`` columns. Returns the engine's status
+    (:data:`hpcgym.sim.loop.DECIDE` or ``DONE``).
     """
-    status = core.run(jobs, st, code, mode, chosen, True)
-    build_state(obs, mask, jobs, st, clock0, inv_wait, inv_time, inv_area)
-    if status == core.DECIDE:
+    status = loop.advance(jobs, st, code, mode, chosen, True)
+    build_state(obs, mask, jobs, st, scales)
+    if status == loop.DECIDE:
         action_mask(mask, jobs, st)
     if v1:
-        build_v1(obs, mask, jobs, st, mode, inv_time)
+        build_v1(obs, mask, jobs, st, mode, scales[2])
     return status
+
+
+@nb.njit(cache=True)
+def observe_rows(slots, lengths, status, jobs, st, code, mode, obs, mask, scales, clocks,
+                 v1):  # pragma: no cover - compiled
+    """:func:`observe_step` for each row ``i`` of a batch that is not ``DONE`` (the :class:`Observer`'s ``rows``).
+
+    Row ``i`` chooses the job in slot ``slots[i]`` of its queue (the slot after the last: a hold) and runs on the
+    first ``lengths[i]`` entries of its rows of ``jobs`` and ``st`` (the batch's 2-D arrays as plain tuples); its
+    window's time 0 is ``clocks[i]`` on the trace's clock.
+    """
+    for i in range(len(slots)):
+        if status[i] == loop.DONE:  # a pinned window that needed no decision: it ends now
+            continue
+        # Row i's first n jobs, written out (hpcgym.sim.state.row then prefix): a helper that took the batch's
+        # tuples would cost numba a reference count per array at every row.
+        n = lengths[i]
+        submit, hold, wall, nodes, key, limit, user = jobs
+        sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st
+        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
+        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
+              pu[i], hist[i], hcount[i], held[i, :n])
+        chosen = HOLD_CHOICE if slots[i] == obs.shape[1] - 1 else q[i, sc[i, QS] + slots[i]]
+        row_scales = (scales[0], scales[1], scales[2], scales[3], clocks[i])
+        status[i] = observe_step(ji, si, code, mode, chosen, obs[i], mask[i], row_scales, v1)
+
+
+class Observer:
+    """The observation as the hook of step mode (:class:`hpcgym.sim.simulator.StepHook`).
+
+    A simulation with this hook builds its observation in the compiled call that advances it, into ``obs`` and
+    ``mask`` (filled in place).
+
+    Args:
+        obs: ``(slots + 1, width)`` float32 for one simulation, or ``(N, slots + 1, width)`` for a batch of N.
+        mask: ``(actions,)`` or ``(N, actions)`` bool.
+        scales: the :class:`Scales` (a batch reads its clock from ``clocks`` instead).
+        features: ``"v0"`` or ``"v1"`` (:data:`WIDTH`).
+        clocks: a batch only: each row's window clock (int64, N).
+    """
+
+    step = staticmethod(observe_step)
+    rows = staticmethod(observe_rows)
+
+    def __init__(self, obs: np.ndarray, mask: np.ndarray, scales: Scales, features: str = "v0",
+                 clocks: np.ndarray | None = None):
+        self.obs, self.mask, self.v1, self.clocks = obs, mask, features == "v1", clocks
+        self.scales = scales
+
+    @property
+    def scales(self) -> Scales:
+        """The scales the observation is built with (set it for each window: its clock changes)."""
+        return self._scales
+
+    @scales.setter
+    def scales(self, scales: Scales) -> None:
+        self._scales = scales
+        # The compiled calls' extra arguments, built once per window: plain tuples, not named ones.
+        if self.clocks is None:
+            self.args = (self.obs, self.mask, tuple(scales), self.v1)
+        else:
+            self.args = (self.obs, self.mask, tuple(scales), self.clocks, self.v1)

@@ -3,9 +3,10 @@
 :class:`SchedulingVectorEnv` is a Gymnasium ``VectorEnv``. Its copies are :class:`~hpcgym.env.SchedulingEnv`
 objects that share one workload (the trace is read, or the generator fitted, once) and keep their simulation state,
 observation and mask in rows of the batch arrays. A step applies the N actions and builds the N observations in
-one numba call; Python only runs at the end of an episode (the result, the next window). Each copy draws its
-windows with its own generator through the single environment's code, so copy ``i`` reset with seed ``s + i``
-plays exactly the episodes of a single environment reset with that seed (the tests check it).
+one numba call (:class:`hpcgym.sim.simulator.Batch`, with the observation as its hook); Python only runs at the
+end of an episode (the result, the next window). Each copy draws its windows with its own generator through the
+single environment's code, so copy ``i`` reset with seed ``s + i`` plays exactly the episodes of a single
+environment reset with that seed (the tests check it).
 
 Infos are Gymnasium's vector infos: a dict of arrays with one entry per copy, each key ``k`` beside a boolean
 ``_k`` that says which copies have it. Every step (and ``reset``) has ``time``, ``waiting``, ``decisions``,
@@ -37,40 +38,15 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-import numba as nb
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from hpcgym import observation
 from hpcgym.env import SchedulingEnv, reset_options, whole_number
-from hpcgym.sim import core
-from hpcgym.sim.actions import HOLD_CHOICE
-from hpcgym.sim.engine import Buffers
+from hpcgym.observation import Observer, Scales
+from hpcgym.sim.loop import DONE
+from hpcgym.sim.simulator import Batch, Buffers
 from hpcgym.sim.state import QE, QS, T
-
-
-@nb.njit(cache=True)
-def _step_all(actions, lengths, code, mode, status, jobs, st, obs, mask, clock0, inv_wait, inv_time,
-              inv_area, v1):  # pragma: no cover - compiled
-    """Apply each copy's action (a valid slot), run it to its next decision, and build its observation.
-
-    ``jobs`` and ``st`` are the batch's :class:`~hpcgym.sim.state.Jobs` and :class:`~hpcgym.sim.state.State` (2-D
-    arrays, one row per copy) as plain tuples; copy ``i`` runs on the first ``lengths[i]`` entries of its rows.
-    ``clock0[i]`` is the trace clock at the start of copy ``i``'s window (each copy plays its own window).
-    """
-    for i in range(len(actions)):
-        if status[i] == core.DONE:  # a pinned window that needed no decision: it ends now
-            continue
-        n = lengths[i]
-        submit, hold, wall, nodes, key, limit, user = jobs
-        sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st
-        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
-        si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
-              pu[i], hist[i], hcount[i], held[i, :n])
-        chosen = HOLD_CHOICE if actions[i] == obs.shape[1] - 1 else q[i, sc[i, QS] + actions[i]]  # slot == slots: hold
-        status[i] = observation.step(ji, si, code, mode, chosen, obs[i], mask[i], clock0[i], inv_wait, inv_time,
-                                     inv_area, v1)
 
 
 class SchedulingVectorEnv(gym.vector.VectorEnv):
@@ -96,16 +72,15 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.render_mode = None
         self.time_scale: float = template.time_scale  #: seconds the time features map to 1 (the single env's)
+        self.scales: Scales = template.scales  #: the observation's scales, shared by every copy (clocks aside)
         self.buffers = Buffers.allocate(template.window, (self.num_envs,), history=template.predictor.k)
-        self._arrays = tuple(self.buffers.jobs), tuple(self.buffers.state)  # plain tuples: quicker to pass to numba
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
         self._mask = np.zeros((self.num_envs, template.action_space.n), bool)
         self.envs = [template.copy_for_vector(self.buffers.row(i), self._obs[i], self._mask[i])
                      for i in range(self.num_envs)]
-        self._lengths = np.zeros(self.num_envs, np.int64)
-        self._status = np.zeros(self.num_envs, np.int64)
-        self._decisions = np.zeros(self.num_envs, np.int64)
-        self._clock0 = np.zeros(self.num_envs, np.int64)
+        self._clocks = np.zeros(self.num_envs, np.int64)  # each copy's window clock (the time of day's origin)
+        observer = Observer(self._obs, self._mask, self.scales, template.features, clocks=self._clocks)
+        self.batch = Batch([env.sim for env in self.envs], self.buffers, observer)
         self._invalid = np.zeros(self.num_envs, np.int64)  # each copy's invalid actions in its episode
         self._every = np.ones(self.num_envs, bool)
         self._every.flags.writeable = False
@@ -133,24 +108,20 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if actions.size != self.num_envs:
             raise ValueError(f"step takes one action per copy ({self.num_envs}), got {actions.size}: {actions!r}")
         actions = self._checked(actions.reshape(self.num_envs))
-        self._decisions += self._status != core.DONE
-        t = self.envs[0]
-        _step_all(actions, self._lengths, t.order.code, t.sim.mode, self._status, *self._arrays, self._obs,
-                  self._mask, self._clock0, t._inv_wait, t._inv_time, t._inv_area, t.features == "v1")
+        terminated = self.batch.choose(actions)
         reward = np.zeros(self.num_envs)
-        terminated = self._status == core.DONE
         self.final_infos = {}
         final_obs, final_info = None, {}
         for i in np.flatnonzero(terminated):
+            self.batch.ended(i)
             env = self.envs[i]
-            env.sim.sync(core.DONE, int(self._decisions[i]))
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])
             reward[i] = result.reward
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)
             final_obs[i] = self._obs[i].copy()
-            info = env._info(result)  # the single env's final info, word for word
+            info = env.step_info(result)  # the single env's final info, word for word
             self.final_infos[int(i)] = info
             final_info = self._add_info(final_info, info, i)
             env.reset()
@@ -170,11 +141,8 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
 
     # ---- internals -------------------------------------------------------------------------------------------
     def _loaded(self, i: int) -> None:
-        sim = self.envs[i].sim
-        self._lengths[i] = len(sim.submit)
-        self._status[i] = core.DECIDE if not sim.done else core.DONE
-        self._decisions[i] = sim.decisions
-        self._clock0[i] = self.envs[i]._clock0
+        self.batch.loaded(i)
+        self._clocks[i] = self.envs[i].scales.clock
         self._invalid[i] = 0
 
     def _checked(self, actions: np.ndarray) -> np.ndarray:
@@ -188,7 +156,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"action {actions[i]} of copy {i} is outside the action space Discrete({width})")
-        bad = ~self._mask[np.arange(self.num_envs), actions] & (self._status != core.DONE)
+        bad = ~self._mask[np.arange(self.num_envs), actions] & (self.batch.status != DONE)
         if bad.any():
             valid = self._mask.sum(axis=1)
             if self.envs[0].invalid_action != "wrap":
@@ -206,7 +174,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         sc = self.buffers.state.sc
         every = self._every  # every copy has every key (Gymnasium's "_key" convention); read-only, shared
         return {"time": sc[:, T].copy(), "_time": every, "waiting": sc[:, QE] - sc[:, QS], "_waiting": every,
-                "decisions": self._decisions.copy(), "_decisions": every, "done": self._status == core.DONE,
+                "decisions": self.batch.decisions.copy(), "_decisions": every, "done": self.batch.status == DONE,
                 "_done": every, "invalid_actions": self._invalid.copy(), "_invalid_actions": every,
                 "action_mask": self._mask.copy(), "_action_mask": every}
 

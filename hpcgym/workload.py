@@ -121,7 +121,7 @@ class EpisodeSource:
         if self.sampler is not None:
             jobs = self.sampler.sample(self.window, seed=int(rng.integers(SEED_BOUND)))
             jobs = jobtable.finalize(jobs)
-            check_fits(jobs, self.machine.nodes, self.machine.name)
+            jobtable.check_valid(jobs, self.machine.nodes, self.machine.name, what="a sampled window")
             cols = _columns(jobs, self.kill_at_walltime)
             first = int(cols[0][0]) if len(jobs) else 0
             return Window(cols[0] - first, *cols[1:], start_row=-1, source=jobs, clock0=_unix_start(jobs) + first)
@@ -150,14 +150,6 @@ def _columns(jobs: pd.DataFrame, kill_at_walltime: bool) -> tuple[np.ndarray, ..
 def _unix_start(jobs: pd.DataFrame) -> int:
     """The Unix time of a table's submit 0 (0 when the table does not know it)."""
     return int(jobs.attrs.get("unix_start_time", 0) or 0)
-
-
-def check_fits(table: pd.DataFrame, machine_nodes: int, machine_name: str = "the machine") -> None:
-    """Raise if a job needs more nodes than the machine has."""
-    too_big = int((table["nodes"] > machine_nodes).sum())
-    if too_big:
-        raise ValueError(f"{too_big} jobs need more than the {machine_nodes} nodes of {machine_name}; drop them "
-                         "(hpcgym.jobs.apply_invalid_policy) or pick a bigger machine")
 
 
 # ---- adapters: workloads made of other workloads ---------------------------------------------------------------

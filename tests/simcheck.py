@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hpcgym import jobs
 from hpcgym.sim import Simulator
-from hpcgym.sim.policy import score
+from hpcgym.sim.policy import priority
 
 POLICY_NAMES = ["fcfs", "sjf", "wfp3", "unicep", "f1", "ljf", "saf"]
 BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
@@ -49,6 +49,6 @@ def heuristic_through_steps(df: pd.DataFrame, nodes: int, policy, backfill: str,
     pending = sim.reset(df)
     while pending:
         q = sim.queue
-        s = [score(policy.code, sim.now, sim.submit[j], sim.wall[j], sim.job_nodes[j], 0.0) for j in q]
+        s = [priority(policy.code, sim.now, sim.submit[j], sim.wall[j], sim.job_nodes[j], 0.0) for j in q]
         pending = sim.choose(int(q[int(np.argmin(s))]))  # argmin takes the first of equals: arrival order
     return sim

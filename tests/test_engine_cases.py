@@ -17,7 +17,7 @@ from conftest import make_jobs
 from simcheck import heuristic_through_steps
 
 from hpcgym.sim import heuristics, start_times
-from hpcgym.sim.policy import score
+from hpcgym.sim.policy import priority
 from hpcgym.sim.reference import priority_score, simulate_reference
 
 N = 4
@@ -53,7 +53,7 @@ def batch_starts(request):
 
 
 def compiled_score(name, now, submit, wall, nodes):
-    return score(heuristics.get(name).code, now, submit, wall, nodes, 0.0)
+    return priority(heuristics.get(name).code, now, submit, wall, nodes, 0.0)
 
 
 @pytest.fixture(params=[priority_score, compiled_score], ids=["reference", "engine"])

@@ -12,10 +12,10 @@ from simcheck import peak_use, workloads
 from hpcgym import jobs as jobtable
 from hpcgym import machines, traces
 from hpcgym.sim import PriorityPolicy, heuristics, predict, simulate, start_times
-from hpcgym.sim.core import BACKFILL_MODES, schedule
-from hpcgym.sim.engine import engine_jobs
+from hpcgym.sim.loop import BACKFILL_MODES, schedule
 from hpcgym.sim.policy import SJF
 from hpcgym.sim.reference import simulate_reference
+from hpcgym.sim.simulator import engine_jobs
 from hpcgym.sim.table import hold_times
 
 PREDICTORS = ["last2", "median5", "exact"]

@@ -15,14 +15,17 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
 - ``events.py``: start, release, and :func:`~hpcgym.sim.events.next_event`, the one place that advances time.
 - ``backfill.py``: EASY and rlscheduler backfilling (shadow time, extra nodes, the candidate scan).
 - ``conservative.py``: conservative backfilling (the profile of reservations and its pass).
-- ``core.py``: the event loop (:func:`~hpcgym.sim.core.run`) with its two head choosers (compiled, or the
-  caller's), and :func:`~hpcgym.sim.core.schedule` for whole streams.
+- ``loop.py``: the event loop (:func:`~hpcgym.sim.loop.advance`) with its two head choosers (compiled, or the
+  caller's), and :func:`~hpcgym.sim.loop.schedule` for whole streams.
 - ``policy.py``: the priority formulas and :class:`PriorityPolicy`; ``heuristics.py``: the named heuristics.
 - ``actions.py``: the action modes of step mode (what an agent's choice means: pick, guarded, hold).
 - ``predict.py``: runtime predictors (a job's estimate from its user's finished jobs) and their correction.
-- ``table.py``: job tables in (validation, hold times); ``engine.py``: :class:`Simulator`, the Python face of
-  step mode.
+- ``table.py``: job tables in (the settings they can run with, hold times; their validity is
+  :func:`hpcgym.jobs.check_valid`); ``simulator.py``: :class:`Simulator` and :class:`~hpcgym.sim.simulator.Batch`,
+  the one Python path into the loop in step mode, with a hook that runs in the same compiled call.
 - ``reference.py``: the same semantics as SimPy processes: slow, literal, the tests' oracle.
+- ``core.py`` and ``engine.py``: deprecated aliases of ``loop.py`` and ``simulator.py`` (their old names), kept for
+  old imports.
 
 Editing these files: numba's on-disk cache keys each compiled function on its own file only, not on the files of
 the functions it inlines or calls, so after an edit here clear it (``find hpcgym -name '*.nb[ic]' -delete``) or
@@ -37,10 +40,10 @@ import pandas as pd
 from hpcgym import metrics
 from hpcgym.machines import Machine, get
 from hpcgym.sim import heuristics, predict
-from hpcgym.sim.core import BACKFILL_MODES, Backfill, schedule
-from hpcgym.sim.engine import Simulator, engine_jobs
+from hpcgym.sim.loop import BACKFILL_MODES, Backfill, schedule
 from hpcgym.sim.policy import KEY, PriorityPolicy
 from hpcgym.sim.predict import PREDICTORS, Predictor
+from hpcgym.sim.simulator import Simulator, engine_jobs
 from hpcgym.sim.table import check, hold_times
 
 __all__ = ["BACKFILL_MODES", "KEY", "PREDICTORS", "Backfill", "Predictor", "PriorityPolicy", "Simulator", "heuristics",
@@ -66,7 +69,7 @@ def start_times(jobs: pd.DataFrame, nodes: int, policy: PriorityPolicy | str, ba
     """Start time of every job (aligned with the rows of ``jobs``) on a machine of ``nodes`` nodes.
 
     With ``reservations=True`` it also returns each job's first reservation (see
-    :func:`hpcgym.sim.core.schedule`), -1 where it had none. ``predictor`` overrides the policy's runtime
+    :func:`hpcgym.sim.loop.schedule`), -1 where it had none. ``predictor`` overrides the policy's runtime
     predictor (:mod:`hpcgym.sim.predict`).
     """
     policy = heuristics.get(policy)

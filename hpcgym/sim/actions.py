@@ -1,6 +1,6 @@
 """The step mode's action modes: what an agent's choice means, and when the engine asks for one.
 
-Step mode (:func:`hpcgym.sim.core.run` with ``external``) asks the caller to choose at a scheduling pass. The
+Step mode (:func:`hpcgym.sim.loop.advance` with ``external``) asks the caller to choose at a scheduling pass. The
 ``ACTION`` slot of the state picks the meaning of a choice (``docs/simulation.md``, "Action modes"):
 
 - :data:`PICK` (the default): the caller picks the head of the pass among the waiting jobs. A job that fits starts;
@@ -45,7 +45,7 @@ PICK, GUARDED, HOLD = range(3)
 ACTION_MODES = {"pick": PICK, "guarded": GUARDED, "hold": HOLD}
 #: The choice that holds (hold mode); a job's row index otherwise.
 HOLD_CHOICE = -3
-#: What a chooser returns when the caller must choose (:data:`hpcgym.sim.core.ASK` is the same value).
+#: What a chooser returns when the caller must choose (:data:`hpcgym.sim.loop.ASK` is the same value).
 ASK = -2
 
 

@@ -107,7 +107,7 @@ def _launch(j, t, sc, begin, heap, hold, wall, nodes):  # pragma: no cover - com
 
 
 # ---- the pass -----------------------------------------------------------------------------------------------
-# The pass is four steps, which hpcgym.sim.core.run calls in order: hand_back, then compress if a job ended early,
+# The pass is four steps, which hpcgym.sim.loop.advance calls in order: hand_back, then compress if a job ended early,
 # then reserve the arrivals (reserve_arrivals for FCFS, else reserve_sorted), then start_due. The steps that run at
 # every event borrow their arrays (hpcgym.sim.state.borrowing); the two that allocate run only when needed. The
 # loop calls the steps itself: a pass function inlined into it would pay a reference count per array per event.

@@ -2,7 +2,7 @@
 
 :func:`next_event` is the only place that works out the next event time. At one timestamp it releases every job
 that ends, then enqueues every job that arrives, and opens the timestamp's scheduling pass (the ``OPEN`` slot);
-what the pass does is up to :func:`hpcgym.sim.core.run`.
+what the pass does is up to :func:`hpcgym.sim.loop.advance`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from hpcgym.sim.policy import score
+from hpcgym.sim.policy import priority
 from hpcgym.sim.predict import WALLTIME, predict, remember
 from hpcgym.sim.queue import enqueue, heap_pop, heap_push, sorted_insert, sorted_remove
 from hpcgym.sim.state import (
@@ -138,6 +138,6 @@ def predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, u
     i = sc[NEXT]
     while i < len(submit) and submit[i] == t:
         wall[i] = predict(i, sc, hist, hcount, user, hold, limit)
-        key[i] = score(code, 0, submit[i], wall[i], nodes[i], key[i])
+        key[i] = priority(code, 0, submit[i], wall[i], nodes[i], key[i])
         i += 1
     enqueue_arrivals(t, sc, q, key, submit)

@@ -1,7 +1,7 @@
 """The named priority heuristics (lower score runs first; ties: earlier submit, then lower job id) and their registry.
 
 ``w`` is the current wait (``now - submit``), ``r`` the walltime, ``n`` the nodes, ``s`` the submit time. The
-formulas are compiled into the engine (:func:`hpcgym.sim.policy.score`); this module names them. Other code adds
+formulas are compiled into the engine (:func:`hpcgym.sim.policy.priority`); this module names them. Other code adds
 its own with :func:`register` (for one process), and an installed package through the ``hpcgym.heuristics`` entry
 points (:mod:`hpcgym.plugins`), which every CLI, environment and results table then finds by name
 (``docs/extend.md``). :mod:`baselines.priorities` re-exports this module for users.

@@ -13,8 +13,10 @@ live in :mod:`hpcgym.sim.heuristics`.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -30,8 +32,8 @@ SCAN_CODES = (FCFS, SJF, LJF, SAF, F1)
 
 
 @nb.njit(cache=True)
-def score(code: int, now: int, submit: int, wall: int, nodes: int, key: float) -> float:  # pragma: no cover
-    """The score of one job; lower runs first. ``key`` is the precomputed score of a custom static policy."""
+def priority(code: int, now: int, submit: int, wall: int, nodes: int, key: float) -> float:  # pragma: no cover
+    """The priority score of one job; lower runs first. ``key`` is the precomputed score of a custom static policy."""
     if code == FCFS:
         return float(submit)
     if code == SJF:
@@ -104,7 +106,7 @@ class PriorityPolicy:
         """Scores of the jobs of ``jobs`` at time ``now`` (a slow helper for inspection and tests)."""
         keys = self.keys(jobs)
         cols = [jobs[c].to_numpy(np.int64) for c in ("submit", "walltime", "nodes")]
-        return np.array([score(self.code, now, s, r, n, k) for s, r, n, k in zip(*cols, keys, strict=True)])
+        return np.array([priority(self.code, now, s, r, n, k) for s, r, n, k in zip(*cols, keys, strict=True)])
 
 
 @nb.njit(cache=True)
@@ -112,5 +114,12 @@ def static_keys(code, submit, wall, nodes, key_in):  # pragma: no cover - compil
     """Every job's score at time 0: the whole order for static policies (dynamic ones re-score at each pass)."""
     key = np.empty(len(submit))
     for j in range(len(submit)):
-        key[j] = score(code, 0, submit[j], wall[j], nodes[j], key_in[j])
+        key[j] = priority(code, 0, submit[j], wall[j], nodes[j], key_in[j])
     return key
+
+
+def __getattr__(name: str) -> Any:
+    if name == "score":  # the old name (hpcgym has several scores: this is the priority one)
+        warnings.warn("hpcgym.sim.policy.score is renamed priority", DeprecationWarning, stacklevel=2)
+        return priority
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from hpcgym.sim.policy import FCFS, UNICEP, WFP3, score
+from hpcgym.sim.policy import FCFS, UNICEP, WFP3, priority
 from hpcgym.sim.state import APPEND, FREE, QE, QS
 
 
@@ -76,7 +76,7 @@ def sorted_remove(arr, n, value):  # pragma: no cover - compiled
 
 # ---- the queue ----------------------------------------------------------------------------------------------
 # The compiled helpers take arrays, not the named tuples of :mod:`hpcgym.sim.state`: numba reloads a tuple's arrays
-# at every access in a loop, which measured twice as slow. :func:`hpcgym.sim.core.run` unpacks the tuples once.
+# at every access in a loop, which measured twice as slow. :func:`hpcgym.sim.loop.advance` unpacks the tuples once.
 @nb.njit(cache=True, inline="always")
 def enqueue(sc, q, key, j):  # pragma: no cover - compiled
     """Add job ``j`` to the queue; return its position from the head."""
@@ -109,7 +109,7 @@ def sort_by_priority(cand, code, t, submit, wall, nodes, key):  # pragma: no cov
         scores = np.empty(len(cand))
         for k in range(len(cand)):
             j = cand[k]
-            scores[k] = score(code, t, submit[j], wall[j], nodes[j], key[j])
+            scores[k] = priority(code, t, submit[j], wall[j], nodes[j], key[j])
         return cand[np.argsort(scores, kind="mergesort")]  # stable: ties stay in (submit, index) order
     return cand[np.argsort(key[cand], kind="mergesort")]
 
@@ -120,7 +120,7 @@ def by_scan_order(cand, nc, scan, submit, wall, nodes):  # pragma: no cover - co
     scores = np.empty(nc)
     for k in range(nc):
         j = cand[k]
-        scores[k] = score(scan, 0, submit[j], wall[j], nodes[j], 0.0)
+        scores[k] = priority(scan, 0, submit[j], wall[j], nodes[j], 0.0)
     cand[:nc] = cand[:nc][np.argsort(scores, kind="mergesort")]
 
 

@@ -1,10 +1,11 @@
-"""Job tables in and out of the engine: validation, and the columns the engine reads."""
+"""Job tables into the engine: the settings a table can be simulated with, and the hold times it reads."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from hpcgym import jobs as jobtable
 from hpcgym.sim.backfill import BACKFILL_MODES, Backfill
 from hpcgym.sim.predict import WALLTIME, Predictor
 
@@ -17,7 +18,10 @@ def hold_times(jobs: pd.DataFrame, kill_at_walltime: bool = True) -> np.ndarray:
 
 def check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: bool,
           predictor: Predictor | None = None) -> None:
-    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill`` and ``predictor``."""
+    """Raise ``ValueError`` unless ``jobs`` can be simulated on ``nodes`` nodes with ``backfill`` and ``predictor``.
+
+    The settings must agree with each other; the table must pass :func:`hpcgym.jobs.check_valid`.
+    """
     if backfill not in BACKFILL_MODES:
         raise ValueError(f"backfill must be one of {sorted(BACKFILL_MODES)}, not {backfill!r}")
     if predictor is not None and predictor.code != WALLTIME and not kill_at_walltime:
@@ -26,11 +30,4 @@ def check(jobs: pd.DataFrame, nodes: int, backfill: Backfill, kill_at_walltime: 
     if backfill == "conservative" and not kill_at_walltime:
         raise ValueError("conservative backfilling needs kill_at_walltime=True: reservations assume estimates "
                          "are upper bounds")
-    submit = jobs["submit"].to_numpy()
-    if len(submit) and (np.any(np.diff(submit) < 0) or submit[0] < 0):
-        raise ValueError("jobs must be sorted by submit time (>= 0); pass them through hpcgym.jobs.finalize")
-    for col in ("run", "walltime", "nodes"):
-        if len(jobs) and jobs[col].min() <= 0:
-            raise ValueError(f"every job needs {col} > 0; drop invalid jobs first (hpcgym.jobs.apply_invalid_policy)")
-    if len(jobs) and jobs["nodes"].max() > nodes:
-        raise ValueError(f"a job asks for {jobs['nodes'].max()} nodes but the machine has {nodes}")
+    jobtable.check_valid(jobs, nodes)  # the one rule of a valid table
