@@ -83,8 +83,8 @@ MUTATIONS = [
              "else t + wall[j] < sc[SHADOW]", ENGINE),
     Mutation("rlscheduler rule bound < -> <=", "hpcgym/sim/backfill.py", "t + wall[j] < sc[SHADOW] if mode",
              "t + wall[j] <= sc[SHADOW] if mode", ENGINE),
-    Mutation("conservative: no compression", "hpcgym/sim/loop.py",
-             "conservative.compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)", "pass", ENGINE),
+    Mutation("conservative: no compression", "hpcgym/sim/conservative.py",
+             "        compress(t, code, sc, q, res, pt, pu, submit, wall, nodes, key)", "        pass", ENGINE),
     Mutation("conservative: compression in priority order", "hpcgym/sim/conservative.py",
              'reserve(old[np.argsort(res[old], kind="mergesort")], True,', "reserve(old, True,", ENGINE),
 ]
