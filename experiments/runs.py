@@ -338,8 +338,9 @@ class RunFolder:
             if path.exists():
                 model, args = self.load_network(path)
                 env = agent_env(args)
-                out[self.name + suffix] = Agent(model, env.pop("backfill"), env.pop("slots"), env.pop("order"), kind,
-                                                self.trained_time_scale(args), env)
+                out[self.name + suffix] = Agent(model, backfill=env.pop("backfill"), slots=env.pop("slots"),
+                                                order=env.pop("order"), kind=kind,
+                                                time_scale=self.trained_time_scale(args), env=env)
         return out
 
     # ---- writing ----

@@ -180,17 +180,17 @@ def source_effect(study: pd.DataFrame, permutations: int = 10_000, seed: int = 0
         return out
     observed = f_statistic(values, labels)
     sizes = per_seed.groupby("source").size().to_numpy()
-    n0 = (n - (sizes ** 2).sum() / n) / (k - 1)
-    ratio = observed if np.isfinite(observed) else 1e300
-    out.update(F=observed, between_share=float((ratio - 1) / (ratio + n0 - 1)))
-    if math.factorial(n) <= permutations:
+    n0 = (n - (sizes ** 2).sum() / n) / (k - 1)  # the mean group size, for unequal seeds per source
+    share = (observed - 1) / (observed + n0 - 1) if np.isfinite(observed) else 1.0  # no spread within: all between
+    out.update(F=observed, between_share=float(share))
+    exact = math.factorial(n) <= permutations  # every relabelling, the observed one included
+    if exact:
         relabelled = (labels[list(p)] for p in itertools.permutations(range(n)))
     else:
         rng = np.random.default_rng(seed)
         relabelled = (rng.permutation(labels) for _ in range(permutations))
     scores = np.array([f_statistic(values, lab) for lab in relabelled])
     at_least = int((scores >= observed * (1 - 1e-12)).sum())
-    exact = math.factorial(n) <= permutations  # every relabelling, the observed one included
     p = at_least / len(scores) if exact else (at_least + 1) / (len(scores) + 1)
     out.update(p_value=float(p), relabellings=len(scores))
     return out

@@ -349,10 +349,10 @@ class SchedulingEnv(gym.Env):
             self.invalid_actions += 1
             action = int(np.flatnonzero(self._mask)[action % int(self._mask.sum())])  # the (a mod v)-th valid one
         sim = self.sim
-        if action == self.slots:  # the hold, which the mask allowed (it is the action mode's rule)
-            sim.advance(actions.HOLD_CHOICE)
-        else:
-            sim.choose(int(sim.queue[action]))  # the observation is built in the same compiled call
+        # The mask is the action mode's rule, checked above, so the simulator takes the choice unchecked (its
+        # choose() would check it again, in hold mode a Python loop over the queue at every step). The
+        # observation is built in the same compiled call.
+        sim.advance(actions.HOLD_CHOICE if action == self.slots else int(sim.queue[action]))
         obs = self._obs.copy()
         if not sim.done:
             return obs, 0.0, False, False, self.step_info()
