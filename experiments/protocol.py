@@ -67,10 +67,41 @@ def validation_references(data: Data, length: int, starts: list[int], backfill: 
     return {c.label: float(sum(rec["bsld"].mean() for rec in c.records) / len(c.records)) for c in cells}
 
 
-def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
-    """The heuristic ``name`` for a run's ``settings`` (``tuned``: the fit for its trace and backfilling)."""
+#: ``--tuned workload``: the run fits its own ``tuned`` on its training workload (``experiments.recipe``).
+TUNED_ON_WORKLOAD = "workload"
+#: how the fits of ``--tuned workload`` name the command that made them
+WORKLOAD_FIT_COMMAND = "python -m experiments.train --tuned workload"
+
+
+def tuned_flag(value: str) -> str:
+    """The ``--tuned`` a saved setting came from: a run's fit made by ``--tuned workload`` counts as ``workload``.
+
+    A ``--tuned workload`` run records the fit it made (a file), so that its evaluation plays the same ``tuned``;
+    a study compares settings as they were asked for.
+    """
     from baselines import tuned
 
+    if not value or value == TUNED_ON_WORKLOAD:
+        return value
+    try:
+        made = tuned.load(value).command.startswith(WORKLOAD_FIT_COMMAND)
+    except ValueError:
+        return value
+    return TUNED_ON_WORKLOAD if made else value
+
+
+def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
+    """The heuristic ``name`` for a run's ``settings``.
+
+    ``tuned`` is the fit file of the run's ``--tuned`` when it names one, else the fit for its trace and backfilling.
+    Before a ``--tuned workload`` run has fitted its own (its flags' checks), the trace's fit stands in: the same
+    family of priorities, so the same checks pass.
+    """
+    from baselines import tuned
+
+    fit = settings.get("tuned", "")
+    if fit and fit != TUNED_ON_WORKLOAD and name.lower() == tuned.TUNED:
+        return tuned.load(fit).policy()
     return tuned.named(name, settings.get("trace", ""), settings.get("backfill", "none"))
 
 

@@ -30,9 +30,6 @@ NETWORKS = ("scorer", "mlp")
 
 def check_recipe(args: Args) -> None:
     """Refuse combinations of the recipe's flags that cannot run, and heuristics that cannot be found."""
-    from baselines import tuned
-    from experiments.protocol import heuristic
-
     scorer_ppo = args.algo == "ppo" and args.policy == "scorer"
     if (args.prior or args.kl_coef or args.attention) and not scorer_ppo:
         raise cli.UsageError("--prior, --kl-coef and --attention need --algo ppo --network scorer")
@@ -49,6 +46,19 @@ def check_recipe(args: Args) -> None:
         raise cli.UsageError("--kl-coef takes the place of the entropy bonus: give --ent-coef 0 with it")
     if args.kl_coef < 0 or args.prior_temperature <= 0 or args.attention < 0:
         raise cli.UsageError("--kl-coef and --attention must be >= 0, --prior-temperature > 0")
+    check_heuristics(args)
+
+
+def check_heuristics(args: Args) -> None:
+    """Refuse a ``--tuned`` fit that cannot be read, and heuristics (``--clone``, ``--prior``, ...) not found."""
+    from baselines import tuned
+    from experiments.protocol import TUNED_ON_WORKLOAD, heuristic
+
+    if args.tuned and args.tuned != TUNED_ON_WORKLOAD:
+        try:
+            tuned.load(args.tuned)
+        except ValueError as exc:
+            raise cli.UsageError(f"--tuned: {cli.message(exc)}") from None
     settings = dataclasses.asdict(args)
     for name in ("clone", "baseline", "order", "prior"):
         if getattr(args, name):
@@ -171,6 +181,52 @@ def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
     if args.sample_pool:
         model = PooledSampler(model, args.sample_pool, args.seed)
     return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
+
+
+#: ``--tuned workload``'s search: that of ``python -m baselines.tune`` (windows, jobs per window, CMA-ES evaluations
+#: per predictor); a synthetic workload without a pool is tuned on a sample as long as the training part.
+TUNE_BUDGET = {"windows": 64, "length": 1024, "evaluations": 300}
+
+
+def tuning_table(args: Args, data: Data, workload: Any) -> Any:
+    """The jobs ``--tuned workload`` fits on: the training data the agent sees (``mixed``: its real part)."""
+    from hpcgym import jobs as jobtable
+
+    if args.workload in ("real", "mixed"):
+        return data.fit
+    pool = getattr(workload, "pool", None)  # --sample-pool: the very jobs the agent trains on
+    return pool if pool is not None else jobtable.finalize(workload.sample(len(data.fit), seed=args.seed))
+
+
+def tune_on_workload(args: Args, data: Data, workload: Any) -> Args:
+    """``--tuned workload``: fit ``tuned`` on the training workload and point ``--tuned`` at the fit's file.
+
+    The fit is a function of the tuning table alone (CMA-ES seed 0), so it is cached under the table's hash: the
+    seeds of one source that share their data (the real training part) share one fit, and a resumed run finds its own.
+    """
+    from baselines import tuned
+    from experiments.protocol import TUNED_ON_WORKLOAD, WORKLOAD_FIT_COMMAND
+    from synth.base import table_hash
+
+    if args.tuned != TUNED_ON_WORKLOAD:
+        return args
+    table = tuning_table(args, data, workload)
+    path = (Path(args.runs_dir) / "cache" / "tuned" / f"{table_hash(table)}-{args.backfill}.json").resolve()
+    if not path.exists():
+        if not args.quiet:
+            print(f"tuning `tuned` on the training workload ({len(table):,} jobs, {args.backfill})")
+        fit = tuned.fit(table, data.machine.nodes, args.backfill, trace=f"{args.trace_label} ({source_label(args)})",
+                        progress=not args.quiet, **TUNE_BUDGET)
+        fit.command = f"{WORKLOAD_FIT_COMMAND} ({source_label(args)}, seed {args.seed})"
+        tuned.save(fit, path)
+    return dataclasses.replace(args, tuned=str(path))
+
+
+def source_label(args: Args) -> str:
+    """The training source as the run's flags name it."""
+    if args.workload == "real":
+        return f"--workload real (window {args.window})"
+    return f"--workload {args.workload} --synthesizer {args.synthesizer}"
 
 
 def load_fitted(folder: Path, data: Data) -> Any:

@@ -67,7 +67,7 @@ import pandas as pd
 from experiments import arguments, runs, train
 from experiments.arguments import TRACE_FLAGS, TraceArgs, flag
 from experiments.fanout import Executor
-from experiments.protocol import Data, load_data
+from experiments.protocol import Data, load_data, tuned_flag
 from experiments.runs import RunFolder
 from experiments.study_report import UNTRAINABLE, StudyFolder
 from hpcgym import cli
@@ -468,6 +468,7 @@ class Study:
         saved = run.settings()
         mine = dataclasses.asdict(targs)
         known = {f.name: f.default for f in dataclasses.fields(train.Args)}  # a setting added since: its default
+        saved["tuned"] = tuned_flag(saved.get("tuned", ""))  # a --tuned workload run records its fit's file
         differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k, known.get(k)) != mine[k])
         if differ:
             if not self.args.overwrite:

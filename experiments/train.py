@@ -53,7 +53,9 @@ from experiments.recipe import (
     make_model,
     network_kwargs,
     rank_columns,
+    source_label,
     training_workload,
+    tune_on_workload,
     warm_start,
 )
 from hpcgym import cli
@@ -116,6 +118,10 @@ class Args(TraceArgs):
     attention: int = flag(0, "scorer: heads of one self-attention layer across the queue (0: none)")
     prior: str = flag("", "residual policy (PPO scorer): the logits are this heuristic's preference (saf, sjf, tuned: "
                           "the trace's fit, ...) plus a learned correction that starts at 0; replaces --clone")
+    tuned: str = flag("", "the fit that `tuned` means in --prior, --order, --baseline and --clone: a fit's JSON file "
+                          "(python -m baselines.tune --out); workload: fitted first on this run's training workload "
+                          "(the real training part, or the synthetic pool; cached in RUNS_DIR/cache/tuned), so that "
+                          "what the agent knows comes from its training data only; empty: the trace's own fit")
     prior_temperature: float = flag(0.1, "--prior's softness: jobs whose weighted size differs by a factor e^T "
                                          "differ by one logit")
     kl_coef: float = flag(0.0, "PPO: penalty on the KL divergence from the network RL starts from, in place of the "
@@ -262,6 +268,7 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     check_inputs(args, data)
     starts = validation_starts(data, args.val_length, args.val_windows)
     workload = training_workload(args, data, synthesizer)
+    args = tune_on_workload(args, data, workload)
     try:
         env = make_env(args, data, workload)
         with folder.owned(args.resume, args.overwrite) as run:
@@ -269,13 +276,6 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     except NoDecisionError as exc:  # name the source and what to do (one line through cli.run)
         raise NoDecisionError(exc.windows, exc.window, exc.offered_load, source_label(args)) from None
     return run.path
-
-
-def source_label(args: Args) -> str:
-    """The training source as the run's flags name it."""
-    if args.workload == "real":
-        return f"--workload real (window {args.window})"
-    return f"--workload {args.workload} --synthesizer {args.synthesizer}"
 
 
 def _resume_point(args: Args, run: runs.RunFolder) -> tuple[Path | None, dict[str, Any] | None]:

@@ -1,0 +1,98 @@
+"""``--tuned``: which fit ``tuned`` means in a run, and ``--tuned workload`` fitting it on the training data only.
+
+The weights written into a fit file here are arbitrary numbers, so a run that read the trace's bundled fit instead
+would show other weights; the fit made by ``--tuned workload`` is checked to come from the training part (or the
+synthetic pool) by the hash of the table it names, which no validation or test job may change.
+"""
+
+import json
+import warnings
+
+import pytest
+
+from baselines import tuned
+from experiments import recipe, train
+from experiments.protocol import heuristic, load_data, tuned_flag
+from hpcgym import cli
+from hpcgym.workload import PooledSampler
+from synth.base import table_hash
+
+warnings.filterwarnings("ignore", category=UserWarning)
+
+WEIGHTS = {"log_estimate": 0.5, "log_nodes": 2.0, "log_walltime": 0.25, "wait_hours": 0.125}
+
+
+def fit_file(tmp_path):
+    fit = tuned.Fit(trace="x", backfill="easy", predictor="last2", weights=WEIGHTS, tuning_bsld=1.0, start_bsld=2.0,
+                    windows=1, length=2, seed=0, evaluations=1)
+    return tuned.save(fit, tmp_path / "mine.json")
+
+
+def args_of(tmp_path, *extra):
+    return train.parse_args(["--trace", "lublin-256", "--workload", "real", "--features", "v1", "--order", "tuned",
+                             "--baseline", "tuned", "--prior", "tuned", "--clone", "", "--runs-dir",
+                             str(tmp_path / "runs"), *extra])
+
+
+def test_tuned_names_the_given_fit_in_every_role(tmp_path):
+    args = args_of(tmp_path, "--tuned", str(fit_file(tmp_path)))
+    settings = vars(args)
+    pol = heuristic("tuned", settings)
+    assert tuned.weights_of(pol) == (1.0, 4.0, 0.5, 0.25)  # the weights over that of log_estimate
+    assert pol.predictor == "last2"
+    bundled = heuristic("tuned", {**settings, "tuned": ""})  # the trace's own fit otherwise
+    assert tuned.weights_of(bundled) != (1.0, 4.0, 0.5, 0.25)
+    assert heuristic("saf", settings).name == "saf"  # other names are untouched
+
+
+def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"weights": {}}))
+    with pytest.raises(cli.UsageError, match="--tuned: .*bad.json: not a tuned-priority fit"):
+        args_of(tmp_path, "--tuned", str(bad))
+
+
+@pytest.fixture()
+def small_budget(monkeypatch):
+    monkeypatch.setattr(recipe, "TUNE_BUDGET", {"windows": 2, "length": 256, "evaluations": 6})
+
+
+def test_tuned_workload_fits_on_the_training_part_and_caches_it(tmp_path, small_budget):
+    args = args_of(tmp_path, "--tuned", "workload")
+    data = load_data(args, args.val_fraction)
+    done = recipe.tune_on_workload(args, data, data.fit)
+    path = tmp_path / "runs" / "cache" / "tuned" / f"{table_hash(data.fit)}-easy.json"
+    assert done.tuned == str(path.resolve()) and path.exists()
+    fit = tuned.load(path)
+    assert fit.windows == 2 and fit.length == 256 and "--workload real" in fit.command
+    a, *rest = (fit.weights[f] for f in tuned.FEATURES)
+    assert tuned.weights_of(heuristic("tuned", vars(done))) == pytest.approx((1.0, *(w / a for w in rest)))
+    stamp = path.stat().st_mtime_ns
+    assert recipe.tune_on_workload(args, data, data.fit).tuned == done.tuned  # another seed: the cached fit
+    assert path.stat().st_mtime_ns == stamp
+
+
+def test_tuned_workload_fits_a_synthetic_run_on_its_pool(tmp_path, small_budget):
+    args = args_of(tmp_path, "--tuned", "workload", "--workload", "synthetic", "--synthesizer", "lublin",
+                   "--sample-pool", "3000")
+    data = load_data(args, args.val_fraction)
+    workload = recipe.training_workload(args, data)
+    assert isinstance(workload, PooledSampler)
+    done = recipe.tune_on_workload(args, data, workload)
+    assert done.tuned.endswith(f"{table_hash(workload.pool)}-easy.json")
+    assert table_hash(workload.pool) != table_hash(data.fit)
+
+
+def test_without_tuned_workload_nothing_is_fitted(tmp_path):
+    args = args_of(tmp_path)
+    assert recipe.tune_on_workload(args, None, None) is args
+    assert not (tmp_path / "runs" / "cache" / "tuned").exists()
+
+
+def test_a_study_sees_the_recorded_fit_as_the_flag_it_asked_for(tmp_path, small_budget):
+    args = args_of(tmp_path, "--tuned", "workload")
+    data = load_data(args, args.val_fraction)
+    done = recipe.tune_on_workload(args, data, data.fit)
+    assert tuned_flag(done.tuned) == "workload"
+    assert tuned_flag(str(fit_file(tmp_path))) == str(tmp_path / "mine.json")  # a fit given by hand stays itself
+    assert tuned_flag("") == ""
