@@ -202,7 +202,8 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     name = "arrivals"
     packages = ("numpy", "pandas", "scipy")
-    revision = 4  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated; 4: load governor
+    revision = 5  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated; 4: load governor;
+    # 5: outages stratified
 
     def __init__(self, max_nodes: int | None = None, load: float | None = None, machine_nodes: int | None = None,
                  jitter: float = 0.3, smoothing: float = 20.0, **params: Any):
@@ -216,10 +217,12 @@ class ArrivalAwareSynthesizer(Synthesizer):
         hour, dow = table["hour"].to_numpy(), table["dow"].to_numpy()
         # a gap belongs to the hour class where it *starts* (the previous submit), as the generator draws it
         hc = _hour_class(hour, dow)[:-1]
+        busy = table["interarrival"].to_numpy(np.int64)[1:] <= OUTAGE  # outages are placed apart (_fit_outages)
         self.quantiles = {}
         for c in range(48):
-            pool = x[1:][hc == c]
-            self.quantiles[c] = np.sort(pool if pool.size >= MIN_POOL else x[1:])  # sparse classes borrow the whole
+            pool = x[1:][(hc == c) & busy]
+            self.quantiles[c] = np.sort(pool if pool.size >= MIN_POOL else x[1:][busy])  # sparse: borrow the whole
+        self._fit_outages(table["interarrival"].to_numpy(np.int64)[1:])
         self.phi = self._calibrate_phi(_lag1(x), rng)
         ctx = _period(hour, dow) * len(GAP_BINS) + _gap_bin(x)
         self.perfect = bool((~jobs["walltime_known"].to_numpy(bool)).mean() > 0.5)  # no estimates in the data
@@ -229,6 +232,11 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self._fit_runtimes(table)
         self._calibrate_mix(rng)
         self._fit_load(jobs)
+
+    def _fit_outages(self, gaps: np.ndarray) -> None:
+        """The data's outages (gaps over :data:`OUTAGE`): their lengths past it, sorted, and that time per gap."""
+        self.outage_excess = np.sort(gaps[gaps > OUTAGE] - OUTAGE).astype(np.float64)
+        self.outage_per_gap = float(self.outage_excess.sum() / max(len(gaps), 1))
 
     def _fit_load(self, jobs: pd.DataFrame) -> None:
         """The governor's target (``load``, else the training jobs' load between outages) and its time unit."""
@@ -354,17 +362,48 @@ class ArrivalAwareSynthesizer(Synthesizer):
         return (lo + hi) / 2
 
     # ---- sampling --------------------------------------------------------------------------------------------
-    def _draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """The arrival process's randomness: AR(1) uniform scores and the log gaps' kernel noise."""
+    def _draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The arrival process's randomness: AR(1) uniform scores, the log gaps' kernel noise, the outages."""
         eps = rng.standard_normal(n) * np.sqrt(1.0 - self.phi**2)
         u = ndtr(lfilter([1.0], [1.0, -self.phi], eps))
-        return u, rng.normal(0.0, GAP_JITTER, n)  # kernel smoothing of the log gaps
+        noise = rng.normal(0.0, GAP_JITTER, n)  # kernel smoothing of the log gaps
+        return u, noise, self._outages(n, rng)
+
+    def _outages(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Each job's gap where an outage precedes it, else 0: the data's outage time per gap, stratified.
+
+        The budget is the training data's time past :data:`OUTAGE` per gap, times the sample's gaps (and the gaps'
+        scale). It buys ``k = round(budget / mean length)`` outages, whose lengths are the data's at ``k``
+        systematic quantiles (a random start, then every ``1/k``), scaled to spend the budget exactly, in a random
+        order, one at a random job of each of ``k`` equal strata of the sample. A budget below half a mean length
+        (a short sample) buys one outage of a length drawn from the data's with probability ``budget / mean``, so
+        that short samples have the data's share of outages in expectation (see the module docstring, item 7).
+        """
+        out = np.zeros(n, np.int64)
+        lengths = getattr(self, "outage_excess", np.zeros(0))
+        if not lengths.size or n < 2:
+            return out
+        budget = self.outage_per_gap * (n - 1) * getattr(self, "gap_scale", 1.0)
+        mean = float(lengths.mean())
+        k = int(round(budget / mean))
+        if k == 0:
+            if rng.random() >= budget / mean:
+                return out
+            excess = lengths[[int(rng.random() * len(lengths))]]
+        else:
+            q = (np.arange(k) + rng.random()) / k
+            excess = lengths[np.minimum((q * len(lengths)).astype(np.int64), len(lengths) - 1)]
+            excess = rng.permutation(excess * (budget / excess.sum()))
+        k = len(excess)
+        where = 1 + ((np.arange(k) + rng.random(k)) * (n - 1) / k).astype(np.int64)
+        out[np.minimum(where, n - 1)] = np.round(OUTAGE + excess).astype(np.int64)
+        return out
 
     def _gaps(self, n: int, rng: np.random.Generator, clock0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gaps with the AR(1) normal scores mapped through the current hour class's (interpolated) quantiles."""
         return self._clock(*self._draws(n, rng), clock0)
 
-    def _clock(self, u: np.ndarray, noise: np.ndarray, clock0: int,
+    def _clock(self, u: np.ndarray, noise: np.ndarray, outage: np.ndarray, clock0: int,
                work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Run the arrival clock: each gap from the hour class the clock is in; with ``work``, governed.
 
@@ -388,6 +427,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
             per_work = 1.0 / (self.target_load * int(self.machine_nodes or self.max_nodes))
             horizon = GOVERNOR_JOBS * self.mean_gap * scale
         work = work.tolist() if governed else [0.0] * n
+        outage = outage.tolist()
         clock, debt = int(clock0), 0.0
         for lo in range(0, n, CHUNK):
             part = slice(lo, min(n, lo + CHUNK))
@@ -399,7 +439,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
                     gap = rows[c][t - lo] * scale
                     if governed:
                         gap *= math.exp(min(max(debt / horizon, -limit), limit))
-                    gap = round(gap)
+                    gap = outage[t] or round(gap)  # an outage's length is fixed: neither scaled nor governed
                     gaps[t] = gap
                     clock += gap
                     debt -= min(gap, OUTAGE)
