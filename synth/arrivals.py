@@ -46,27 +46,28 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    queues are not modelled (``-1``, unknown). A log without user ids (anonymised: every id ``-1``) gives samples
    without them too (``-1``); sessions are then the runs of equal requests.
 7. **Load.** The samples offer the training jobs' load between outages (node-seconds asked for over the submit span
-   times the machine's nodes, each gap counting at most :data:`OUTAGE`), or ``load`` when it is given, through a
-   **governor** on the arrival clock, and the data's outage time per gap through **stratified outages** (below).
-   Once a sample's requests and runtimes are drawn, the clock runs again with the same random numbers, and each gap
-   is stretched by ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work
+   times the machine's nodes, each gap counting at most :data:`OUTAGE`) through a **governor** on the arrival clock, and
+   the data's outage time per gap through **stratified outages** (below), so that their whole-trace load is the training
+   jobs', or ``load`` when it is given (the governor then holds ``load`` over one minus the data's outage share of the
+   span). Once a sample's requests and runtimes are drawn, the clock runs again with the same random numbers, and each
+   gap is stretched by ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work
    submitted so far divided by the target's node-seconds per second, minus the time elapsed (outages capped), and
-   ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the training data. The gaps are stretched inside the clock, so
-   the hour classes (the daily and weekly cycle) follow the governed clock; a stretch of jobs shorter than the
-   horizon (a 256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap by the
-   training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the
-   test split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40
-   samples), for two different reasons. On Mustang the samples ask for more work per second (+10% between outages,
-   from the work per job: the requests and runtimes drawn), and a sample's load ranged 0.37-1.53 (train 0.71),
-   samples above load 1 never draining: the governor corrects it. On Theta the load between outages was right
-   (+1.4%); a quarter of the train span is outages of 7-13 days, and a sample of 7,000 jobs catches fewer of them
-   than train has, more often than more: the data's own windows of that length offer +34% on average (the day-block
-   bootstrap of the train rows +11%). Holding the whole-trace load instead (outages counted in the debt) gives
-   Theta's samples the train's load, but it fills each outage's time with a flood of jobs afterwards and lowers the
-   load between outages of the samples that have none: the whole-trace EASY-wait KS rose from 0.066 to 0.104 (bar
-   0.084) and the 24 h spectral peak missed its target. A rate factor fitted at fit time by sampling (as the request
-   mix is calibrated) centres the long-run load but leaves the spread (Mustang samples up to 1.76) and raised
-   Theta's wait KS to 0.108 (eight samples). Measurements: ``docs/benchmarks.md``.
+   ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the training data. The gaps are stretched inside the clock, so the
+   hour classes (the daily and weekly cycle) follow the governed clock; a stretch of jobs shorter than the horizon (a
+   256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap (and the outages) by the
+   training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the test
+   split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40 samples),
+   for two different reasons. On Mustang the samples ask for more work per second (+10% between outages, from the work
+   per job: the requests and runtimes drawn), and a sample's load ranged 0.37-1.53 (train 0.71), samples above load 1
+   never draining: the governor corrects it. On Theta the load between outages was right (+1.4%); a quarter of the train
+   span is outages of 7-13 days, and a sample of 7,000 jobs catches fewer of them than train has, more often than more:
+   the data's own windows of that length offer +34% on average (the day-block bootstrap of the train rows +11%). Holding
+   the whole-trace load instead (outages counted in the debt) gives Theta's samples the train's load, but it fills each
+   outage's time with a flood of jobs afterwards and lowers the load between outages of the samples that have none: the
+   whole-trace EASY-wait KS rose from 0.066 to 0.104 (bar 0.084) and the 24 h spectral peak missed its target. A rate
+   factor fitted at fit time by sampling (as the request mix is calibrated) centres the long-run load but leaves the
+   spread (Mustang samples up to 1.76) and raised Theta's wait KS to 0.108 (eight samples). Measurements:
+   ``docs/benchmarks.md``.
 
    **Stratified outages** (revision 5). The gap quantiles leave the outages out, and every sample carries the
    training data's outage time (past :data:`OUTAGE`) per gap, times its gaps (:meth:`ArrivalAwareSynthesizer._outages`):
@@ -99,6 +100,7 @@ import pandas as pd
 from scipy.signal import lfilter
 from scipy.special import ndtr
 
+from hpcgym.jobs import offered_load
 from synth.base import Synthesizer
 from synth.replay import OUTAGE, busy_load  # OUTAGE: the longest a gap counts in the governor's debt
 
@@ -206,7 +208,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     Args:
         max_nodes: machine size (default: the largest job seen).
-        load: the offered load the governor holds the samples to (None: the training jobs').
+        load: the samples' offered load, outages included (None: the training jobs').
         machine_nodes: nodes of the machine the load refers to (default ``max_nodes``).
         jitter: the smallest kernel bandwidth of the runtime densities (on ``log`` seconds).
         smoothing: pseudo-count of the shrinkage of the conditional request and outcome distributions.
@@ -251,11 +253,15 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self.outage_per_gap = float(self.outage_excess.sum() / max(len(gaps), 1))
 
     def _fit_load(self, jobs: pd.DataFrame) -> None:
-        """The governor's target (``load``, else the training jobs' load between outages) and its time unit."""
+        """The governor's target and its time unit.
+
+        The target is the training jobs' load between outages, or ``load`` over one minus the data's outage share.
+        """
         nodes = int(self.machine_nodes or self.max_nodes)
         span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
         own = busy_load(jobs, nodes)  # the training jobs' load between outages
-        target = self.load if self.load is not None else own
+        # ``load`` is the whole-trace load: the samples carry the data's outage share, so hold it / (1 - that share)
+        target = own if self.load is None else self.load * own / offered_load(jobs, nodes)
         usable = bool(np.isfinite(own) and own > 0 and target > 0)
         self.target_load = float(target) if usable else None  # None: no governor (no time span to learn from)
         # a load asked for: every gap scaled at once, so that the governor only corrects the samples' fluctuations
