@@ -90,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("list", help="list the bundled traces")
     sub.add_parser("formats", help="list the trace formats --format takes (with those of installed packages)")
     args = parser.parse_args(argv)
+    if args.command in ("info", "convert"):
+        cli.load_jit()  # both read (the SWF reader is compiled)
     if args.command == "convert":
         return _convert(args)
     if args.command == "formats":
