@@ -44,14 +44,18 @@ from hpcgym.traces.swf import (
     parse_header,
 )
 
-#: Data lines per chunk by default: about 60 MB of table and scanner arrays.
+#: Data lines per chunk by default: with its temporaries, about 200 MB (``traces info`` peaked at 515 MB on 25 M
+#: jobs: 230 MB of imports, 95 MB of ids, the rest the chunk's).
 ROWS = 1 << 20
 #: The order of the invalid-job reasons in the whole read's counts (its own range checks first).
 _REASONS = ("submit out of range", "run out of range", "walltime out of range", *jobs.INVALID_REASONS)
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
-    """The sorted distinct values (``np.unique`` by sorting: numpy 2's hash table took 5 times longer on job ids)."""
+    """The sorted distinct values, by sorting.
+
+    numpy 2.4's ``np.unique`` hashes: 1.9 s on CEA-Curie x 8's ids and users, where sorting takes 0.4 s.
+    """
     out = np.sort(values)
     return out[np.concatenate(([True], out[1:] != out[:-1]))] if len(out) else out
 
