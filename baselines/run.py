@@ -113,6 +113,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI (wrapped by :func:`hpcgym.cli.run`: bad input exits 2 with one ``error:`` line)."""
     args = parse_args(argv)
+    cli.load_jit()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         jobs = traces.read(args.trace, compact=True, **cli.read_options(args))

@@ -11,6 +11,8 @@ repository). For each trace it reports, each measured in a fresh process:
 
 - **read**: ``traces.read(path, compact=True)``, twice: the first read's seconds (numba loads its cache then), the
   second's in data lines per second, and the process's peak memory;
+- **info**: ``python -m hpcgym.traces info PATH``, which streams an SWF file in chunks: wall and CPU time, peak
+  memory;
 - **hpcgym**: ``python -m baselines.run --trace PATH --policy fcfs --backfill easy --quiet``: wall and CPU time
   and peak memory (``/usr/bin/time``), and the peak per job;
 - **plain**: ``benchmarks/plain_easy.py``, which parses the SWF file itself and schedules FCFS + EASY with ``heapq``
@@ -21,8 +23,9 @@ repository). For each trace it reports, each measured in a fresh process:
 Reading speed is given per wall second and per CPU second of the reading process: on a shared machine the CPU
 time is the one that measures the code.
 
-It also times the start-up of a CLI: the imports of ``baselines.run`` and the first simulation of a tiny trace,
-which is numba loading its cache of compiled code.
+It also times the start-up of a CLI: the imports of ``baselines.run``, numba's registries, and the first simulation
+of a tiny trace, which is numba loading its cache of compiled code; and the floor: the CPU time of processes that
+only import python, numpy, pandas and numba.
 """
 
 from __future__ import annotations
@@ -49,14 +52,19 @@ _READ = ("import sys, time, warnings; warnings.simplefilter('ignore'); from hpcg
          "t0 = time.perf_counter(); traces.read(sys.argv[1], **kw); t1 = time.perf_counter(); "
          "c1 = time.process_time(); df = traces.read(sys.argv[1], **kw); "
          "print(t1 - t0, time.perf_counter() - t1, time.process_time() - c1, len(df))")
-#: The start-up of a CLI: its imports, then numba loading its cache (the first compiled call of the process).
-_STARTUP = ("import time, numpy as np; t0 = time.perf_counter(); import baselines.run; t1 = time.perf_counter(); "
-            "from hpcgym.sim.state import fresh; fresh(4, 4, True, False); t2 = time.perf_counter(); "
-            "from hpcgym.sim import start_times; from hpcgym import traces; import pandas as pd; "
-            "jobs = pd.DataFrame({'submit': [0, 1], 'run': [5, 5], 'walltime': [9, 9], 'nodes': [1, 2]}); "
+#: The start-up of a CLI: its imports, numba's registries (cli.load_jit, what numba's first compiled call of a
+#: process would load), the engine's first call on a tiny trace (loading its cache), the reader's first read.
+_STARTUP = ("import time; t0 = time.perf_counter(); import baselines.run; t1 = time.perf_counter(); "
+            "from hpcgym import cli, traces; cli.load_jit(); t2 = time.perf_counter(); "
+            "from hpcgym.sim import start_times; import pandas as pd; "
+            "jobs = pd.DataFrame({'submit': [0, 1], 'run': [5, 5], 'walltime': [9, 9], 'nodes': [1, 2], "
+            "'user': [1, 1]}); "
             "t3 = time.perf_counter(); start_times(jobs, 2, 'fcfs', 'easy'); t4 = time.perf_counter(); "
             "traces.read_swf(traces.path_of('lublin-256')); t5 = time.perf_counter(); "
             "print(t1 - t0, t2 - t1, t4 - t3, t5 - t4)")
+#: What any process that imports the stack pays before its first line of work (the floor of a CLI's start-up).
+_FLOOR = {"python": "pass", "numpy": "import numpy", "numpy + pandas": "import numpy, pandas",
+          "numpy + pandas + numba": "import numpy, pandas, numba"}
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float, str, float]:
@@ -107,9 +115,11 @@ def measure(name: str, path: Path, lines: int, plain_max: int, baseline: Path | 
     wall, mb, text, cpu = timed([sys.executable, "-m", "baselines.run", "--trace", str(path), "--policy", "fcfs",
                                  "--backfill", "easy", "--quiet"])
     ours = float(re.search(r"easy\s+[\d,.]+\s+[\d,.]+\s+([\d,.]+)", text).group(1).replace(",", ""))
+    iwall, imb, _, icpu = timed([sys.executable, "-m", "hpcgym.traces", "info", str(path)])
     row = {"trace": name, "lines": lines, "jobs": int(jobs), "first read s": first, "read s": secs,
            "lines/s": lines / secs, "lines/CPU s": lines / read_cpu,
-           "read MB": read_mb, "hpcgym s": wall, "hpcgym CPU s": cpu, "hpcgym MB": mb, "B/job": mb * 2**20 / jobs}
+           "read MB": read_mb, "info s": iwall, "info CPU s": icpu, "info MB": imb,
+           "hpcgym s": wall, "hpcgym CPU s": cpu, "hpcgym MB": mb, "B/job": mb * 2**20 / jobs}
     if jobs <= plain_max:
         nodes, cores = machine_of(path)
         pwall, pmb, ptext, pcpu = timed([sys.executable, str(ROOT / "benchmarks" / "plain_easy.py"), str(path),
@@ -128,7 +138,8 @@ def measure(name: str, path: Path, lines: int, plain_max: int, baseline: Path | 
 
 def print_table(rows: list[dict[str, object]]) -> None:
     """The rows as a Markdown table."""
-    cols = ["trace", "jobs", "first read s", "read s", "lines/s", "lines/CPU s", "read MB", "hpcgym s", "hpcgym CPU s",
+    cols = ["trace", "jobs", "first read s", "read s", "lines/s", "lines/CPU s", "read MB", "info s", "info CPU s",
+            "info MB", "hpcgym s", "hpcgym CPU s",
             "hpcgym MB", "B/job", "plain s", "plain CPU s", "plain MB", "speed-up", "CPU speed-up", "same",
             "before: lines/s", "before: hpcgym s", "before: CPU s", "before: MB"]
     print("| " + " | ".join(cols) + " |")
@@ -153,10 +164,13 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout (e.g. main before this change): "
                     "its reader (full tables) and baselines.run are timed on the same traces, in the same run")
     args = ap.parse_args()
-    imports, numba_init, engine, reader = (float(v) for v in timed([sys.executable, "-c", _STARTUP])[2].split())
-    print(f"start-up: imports of baselines.run {imports:.2f} s; numba's first cached function {numba_init:.2f} s "
-          f"(its compiler's registries, and scipy.linalg for BLAS); then the engine's cache {engine:.2f} s and the "
-          f"SWF reader's first read of lublin-256 {reader:.2f} s")
+    imports, registries, engine, reader = (float(v) for v in timed([sys.executable, "-c", _STARTUP])[2].split())
+    print(f"start-up: imports of baselines.run {imports:.2f} s; numba's registries (cli.load_jit) {registries:.2f} s; "
+          f"the engine's first call (its cache) {engine:.2f} s; the SWF reader's first read of lublin-256 "
+          f"{reader:.2f} s")
+    floor = {k: min(timed([sys.executable, "-c", code])[3] for _ in range(3)) for k, code in _FLOOR.items()}
+    print("the floor, CPU s of a process that only imports (best of 3): "
+          + ", ".join(f"{k} {v:.2f}" for k, v in floor.items()))
     rows = []
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         todo = [] if args.no_bundled else [(n, traces.path_of(n)) for n in BUNDLED]

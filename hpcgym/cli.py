@@ -33,6 +33,8 @@ API:
 - ``alias(parser, old, new)``: keep a renamed flag's old spelling working, hidden from ``--help``, with a one-line
   deprecation note on stderr when it is used. The flags' vocabulary (one meaning per flag across the tools) is
   :data:`VOCABULARY`.
+- ``load_jit()``: load numba's compiler registries now, without the ``scipy.linalg`` import numba makes only to
+  check for BLAS (0.13 CPU-s of a CLI's start-up); for CLIs that run compiled code on every path.
 - ``add_trace_args(parser)``: the ``--format``, ``--machine``, ``--columns``, ``--round`` and ``--on-duplicate``
   options every trace-reading CLI takes, passed on as ``traces.read(path, **read_options(args))``
   (``as_text=True``: checked, but kept as text for settings saved as JSON).
@@ -218,6 +220,27 @@ def message(exc: BaseException) -> str:
     else:
         text = str(exc) or type(exc).__name__
     return " ".join(text.split())
+
+
+def load_jit() -> None:
+    """Load numba's typing and lowering registries (its first cached function would) without importing ``scipy.linalg``.
+
+    Numba loads them all when a process first calls a compiled function, cached or not. Among them,
+    ``numba.np.arraymath`` imports ``scipy.linalg`` (0.2 s with what scipy imports in turn, numpy.f2py included) only
+    to set a flag that makes ``np.correlate`` and ``np.convolve`` use BLAS in compiled code; hpcgym's kernels call
+    neither, and every other BLAS user (``np.dot``, ``np.linalg``) checks again when it is compiled. The module is
+    hidden while the registries load, then ``scipy.linalg`` imports as usual. Does nothing once they are loaded.
+    """
+    blas = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or blas in sys.modules:
+        return
+    from numba.core.registry import cpu_target
+
+    sys.modules[blas] = None  # an import of it raises ImportError: numba takes it as "no BLAS"
+    try:
+        cpu_target.target_context.refresh()
+    finally:
+        del sys.modules[blas]
 
 
 def run(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> int:

@@ -46,27 +46,40 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    queues are not modelled (``-1``, unknown). A log without user ids (anonymised: every id ``-1``) gives samples
    without them too (``-1``); sessions are then the runs of equal requests.
 7. **Load.** The samples offer the training jobs' load between outages (node-seconds asked for over the submit span
-   times the machine's nodes, each gap counting at most :data:`OUTAGE`), or ``load`` when it is given, through a
-   **governor** on the arrival clock; outages (longer gaps) come at the data's rate, as the quantiles give them.
-   Once a sample's requests and runtimes are drawn, the clock runs again with the same random numbers, and each gap
-   is stretched by ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work
+   times the machine's nodes, each gap counting at most :data:`OUTAGE`) through a **governor** on the arrival clock, and
+   the data's outage time per gap through **stratified outages** (below), so that their whole-trace load is the training
+   jobs', or ``load`` when it is given (the governor then holds ``load`` over one minus the data's outage share of the
+   span). Once a sample's requests and runtimes are drawn, the clock runs again with the same random numbers, and each
+   gap is stretched by ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way): ``debt`` is the work
    submitted so far divided by the target's node-seconds per second, minus the time elapsed (outages capped), and
-   ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the training data. The gaps are stretched inside the clock, so
-   the hour classes (the daily and weekly cycle) follow the governed clock; a stretch of jobs shorter than the
-   horizon (a 256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap by the
-   training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the
-   test split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40
-   samples), for two different reasons. On Mustang the samples ask for more work per second (+10% between outages,
-   from the work per job: the requests and runtimes drawn), and a sample's load ranged 0.37-1.53 (train 0.71),
-   samples above load 1 never draining: the governor corrects it. On Theta the load between outages was right
-   (+1.4%); a quarter of the train span is outages of 7-13 days, and a sample of 7,000 jobs catches fewer of them
-   than train has, more often than more: the data's own windows of that length offer +34% on average (the day-block
-   bootstrap of the train rows +11%). Holding the whole-trace load instead (outages counted in the debt) gives
-   Theta's samples the train's load, but it fills each outage's time with a flood of jobs afterwards and lowers the
-   load between outages of the samples that have none: the whole-trace EASY-wait KS rose from 0.066 to 0.104 (bar
-   0.084) and the 24 h spectral peak missed its target. A rate factor fitted at fit time by sampling (as the request
-   mix is calibrated) centres the long-run load but leaves the spread (Mustang samples up to 1.76) and raised
-   Theta's wait KS to 0.108 (eight samples). Measurements: ``docs/benchmarks.md``.
+   ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the training data. The gaps are stretched inside the clock, so the
+   hour classes (the daily and weekly cycle) follow the governed clock; a stretch of jobs shorter than the horizon (a
+   256-job training episode) keeps its burstiness. A ``load`` asked for also scales every gap (and the outages) by the
+   training load over it, so that the governor only corrects fluctuations. **Why.** Ungoverned, five samples of the test
+   split's length offered +9% more than the train split on Theta and +10% on Mustang (+11% and +16% over 40 samples),
+   for two different reasons. On Mustang the samples ask for more work per second (+10% between outages, from the work
+   per job: the requests and runtimes drawn), and a sample's load ranged 0.37-1.53 (train 0.71), samples above load 1
+   never draining: the governor corrects it. On Theta the load between outages was right (+1.4%); a quarter of the train
+   span is outages of 7-13 days, and a sample of 7,000 jobs catches fewer of them than train has, more often than more:
+   the data's own windows of that length offer +34% on average (the day-block bootstrap of the train rows +11%). Holding
+   the whole-trace load instead (outages counted in the debt) gives Theta's samples the train's load, but it fills each
+   outage's time with a flood of jobs afterwards and lowers the load between outages of the samples that have none: the
+   whole-trace EASY-wait KS rose from 0.066 to 0.104 (bar 0.084) and the 24 h spectral peak missed its target. A rate
+   factor fitted at fit time by sampling (as the request mix is calibrated) centres the long-run load but leaves the
+   spread (Mustang samples up to 1.76) and raised Theta's wait KS to 0.108 (eight samples). Measurements:
+   ``docs/benchmarks.md``.
+
+   **Stratified outages** (revision 5). The gap quantiles leave the outages out, and every sample carries the
+   training data's outage time (past :data:`OUTAGE`) per gap, times its gaps (:meth:`ArrivalAwareSynthesizer._outages`):
+   ``k = round(budget / mean outage)`` outages, their lengths the data's at ``k`` systematic quantiles scaled to
+   spend the budget exactly, one at a random job of each of ``k`` equal strata; a budget below half a mean outage
+   (an episode) buys one outage of the data's with probability ``budget / mean``. An outage's gap is neither scaled
+   nor governed, and the governor counts it :data:`OUTAGE` long, as the training load between outages does. **Why.**
+   With outages drawn by the quantiles, a sample of 7,016 jobs caught fewer of Theta's (a quarter of its train span,
+   7-13 days each) than train has more often than more, and its whole-trace load was +10.7% over train's (mean of
+   five); counting outages in the governor's debt instead met the load but flooded each outage's time with jobs.
+   Stratified, the five samples are within 0.5% on every bundled trace (Theta -0.4%, range 0.586-0.664), and the
+   load between outages is the governor's as before.
 8. **No estimates.** When most training jobs have no walltime estimate (``walltime_known`` false: the reader set
    ``walltime = run``), the sampled walltime is the request's, smoothed by the same kernel, and ``run`` equals it
    (perfect estimates, flagged ``walltime_known`` false, as in the data). A request is then ``(nodes, run)``, so few
@@ -87,6 +100,7 @@ import pandas as pd
 from scipy.signal import lfilter
 from scipy.special import ndtr
 
+from hpcgym.jobs import offered_load
 from synth.base import Synthesizer
 from synth.replay import OUTAGE, busy_load  # OUTAGE: the longest a gap counts in the governor's debt
 
@@ -194,7 +208,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     Args:
         max_nodes: machine size (default: the largest job seen).
-        load: the offered load the governor holds the samples to (None: the training jobs').
+        load: the samples' offered load, outages included (None: the training jobs').
         machine_nodes: nodes of the machine the load refers to (default ``max_nodes``).
         jitter: the smallest kernel bandwidth of the runtime densities (on ``log`` seconds).
         smoothing: pseudo-count of the shrinkage of the conditional request and outcome distributions.
@@ -202,7 +216,8 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
     name = "arrivals"
     packages = ("numpy", "pandas", "scipy")
-    revision = 4  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated; 4: load governor
+    revision = 5  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated; 4: load governor;
+    # 5: outages stratified
 
     def __init__(self, max_nodes: int | None = None, load: float | None = None, machine_nodes: int | None = None,
                  jitter: float = 0.3, smoothing: float = 20.0, **params: Any):
@@ -216,10 +231,12 @@ class ArrivalAwareSynthesizer(Synthesizer):
         hour, dow = table["hour"].to_numpy(), table["dow"].to_numpy()
         # a gap belongs to the hour class where it *starts* (the previous submit), as the generator draws it
         hc = _hour_class(hour, dow)[:-1]
+        busy = table["interarrival"].to_numpy(np.int64)[1:] <= OUTAGE  # outages are placed apart (_fit_outages)
         self.quantiles = {}
         for c in range(48):
-            pool = x[1:][hc == c]
-            self.quantiles[c] = np.sort(pool if pool.size >= MIN_POOL else x[1:])  # sparse classes borrow the whole
+            pool = x[1:][(hc == c) & busy]
+            self.quantiles[c] = np.sort(pool if pool.size >= MIN_POOL else x[1:][busy])  # sparse: borrow the whole
+        self._fit_outages(table["interarrival"].to_numpy(np.int64)[1:])
         self.phi = self._calibrate_phi(_lag1(x), rng)
         ctx = _period(hour, dow) * len(GAP_BINS) + _gap_bin(x)
         self.perfect = bool((~jobs["walltime_known"].to_numpy(bool)).mean() > 0.5)  # no estimates in the data
@@ -230,12 +247,21 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self._calibrate_mix(rng)
         self._fit_load(jobs)
 
+    def _fit_outages(self, gaps: np.ndarray) -> None:
+        """The data's outages (gaps over :data:`OUTAGE`): their lengths past it, sorted, and that time per gap."""
+        self.outage_excess = np.sort(gaps[gaps > OUTAGE] - OUTAGE).astype(np.float64)
+        self.outage_per_gap = float(self.outage_excess.sum() / max(len(gaps), 1))
+
     def _fit_load(self, jobs: pd.DataFrame) -> None:
-        """The governor's target (``load``, else the training jobs' load between outages) and its time unit."""
+        """The governor's target and its time unit.
+
+        The target is the training jobs' load between outages, or ``load`` over one minus the data's outage share.
+        """
         nodes = int(self.machine_nodes or self.max_nodes)
         span = float(jobs["submit"].iat[-1] - jobs["submit"].iat[0])
         own = busy_load(jobs, nodes)  # the training jobs' load between outages
-        target = self.load if self.load is not None else own
+        # ``load`` is the whole-trace load: the samples carry the data's outage share, so hold it / (1 - that share)
+        target = own if self.load is None else self.load * own / offered_load(jobs, nodes)
         usable = bool(np.isfinite(own) and own > 0 and target > 0)
         self.target_load = float(target) if usable else None  # None: no governor (no time span to learn from)
         # a load asked for: every gap scaled at once, so that the governor only corrects the samples' fluctuations
@@ -354,17 +380,48 @@ class ArrivalAwareSynthesizer(Synthesizer):
         return (lo + hi) / 2
 
     # ---- sampling --------------------------------------------------------------------------------------------
-    def _draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """The arrival process's randomness: AR(1) uniform scores and the log gaps' kernel noise."""
+    def _draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The arrival process's randomness: AR(1) uniform scores, the log gaps' kernel noise, the outages."""
         eps = rng.standard_normal(n) * np.sqrt(1.0 - self.phi**2)
         u = ndtr(lfilter([1.0], [1.0, -self.phi], eps))
-        return u, rng.normal(0.0, GAP_JITTER, n)  # kernel smoothing of the log gaps
+        noise = rng.normal(0.0, GAP_JITTER, n)  # kernel smoothing of the log gaps
+        return u, noise, self._outages(n, rng)
+
+    def _outages(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Each job's gap where an outage precedes it, else 0: the data's outage time per gap, stratified.
+
+        The budget is the training data's time past :data:`OUTAGE` per gap, times the sample's gaps (and the gaps'
+        scale). It buys ``k = round(budget / mean length)`` outages, whose lengths are the data's at ``k``
+        systematic quantiles (a random start, then every ``1/k``), scaled to spend the budget exactly, in a random
+        order, one at a random job of each of ``k`` equal strata of the sample. A budget below half a mean length
+        (a short sample) buys one outage of a length drawn from the data's with probability ``budget / mean``, so
+        that short samples have the data's share of outages in expectation (see the module docstring, item 7).
+        """
+        out = np.zeros(n, np.int64)
+        lengths = getattr(self, "outage_excess", np.zeros(0))
+        if not lengths.size or n < 2:
+            return out
+        budget = self.outage_per_gap * (n - 1) * getattr(self, "gap_scale", 1.0)
+        mean = float(lengths.mean())
+        k = int(round(budget / mean))
+        if k == 0:
+            if rng.random() >= budget / mean:
+                return out
+            excess = lengths[[int(rng.random() * len(lengths))]]
+        else:
+            q = (np.arange(k) + rng.random()) / k
+            excess = lengths[np.minimum((q * len(lengths)).astype(np.int64), len(lengths) - 1)]
+            excess = rng.permutation(excess * (budget / excess.sum()))
+        k = len(excess)
+        where = 1 + ((np.arange(k) + rng.random(k)) * (n - 1) / k).astype(np.int64)
+        out[np.minimum(where, n - 1)] = np.round(OUTAGE + excess).astype(np.int64)
+        return out
 
     def _gaps(self, n: int, rng: np.random.Generator, clock0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gaps with the AR(1) normal scores mapped through the current hour class's (interpolated) quantiles."""
         return self._clock(*self._draws(n, rng), clock0)
 
-    def _clock(self, u: np.ndarray, noise: np.ndarray, clock0: int,
+    def _clock(self, u: np.ndarray, noise: np.ndarray, outage: np.ndarray, clock0: int,
                work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Run the arrival clock: each gap from the hour class the clock is in; with ``work``, governed.
 
@@ -388,6 +445,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
             per_work = 1.0 / (self.target_load * int(self.machine_nodes or self.max_nodes))
             horizon = GOVERNOR_JOBS * self.mean_gap * scale
         work = work.tolist() if governed else [0.0] * n
+        outage = outage.tolist()
         clock, debt = int(clock0), 0.0
         for lo in range(0, n, CHUNK):
             part = slice(lo, min(n, lo + CHUNK))
@@ -399,7 +457,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
                     gap = rows[c][t - lo] * scale
                     if governed:
                         gap *= math.exp(min(max(debt / horizon, -limit), limit))
-                    gap = round(gap)
+                    gap = outage[t] or round(gap)  # an outage's length is fixed: neither scaled nor governed
                     gaps[t] = gap
                     clock += gap
                     debt -= min(gap, OUTAGE)

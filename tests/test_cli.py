@@ -100,3 +100,14 @@ def test_atomic_writes_keep_the_umask_and_leave_nothing_behind(tmp_path):
     with pytest.raises(RuntimeError):
         io.atomic_write(path, broken)
     assert path.read_text() == "hello" and sorted(p.name for p in path.parent.iterdir()) == ["b.txt"]
+
+
+def test_load_jit_skips_scipy_linalg_and_leaves_it_importable():
+    code = ("import sys, numpy as np, numba; from hpcgym import cli; cli.load_jit(); "
+            "print('numba.np.arraymath' in sys.modules, 'scipy.linalg' in sys.modules); "
+            "import scipy.linalg; dot = numba.njit(lambda a, b: np.dot(a, b)); "
+            "print(dot(np.ones((2, 3)), np.ones((3, 2))).sum(), scipy.linalg.det(np.eye(2)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False", "12.0", "1.0"]

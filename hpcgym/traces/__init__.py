@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from hpcgym.traces import alcf, formats, mustang, pbs, slurm
 from hpcgym.traces._accounting import first_line
 from hpcgym.traces._io import csv_header
 from hpcgym.traces.alcf import read_alcf
+from hpcgym.traces.chunks import ROWS, read_swf_chunks
 from hpcgym.traces.csvtable import identity_mapping, missing_keys, read_csv_table, unsupported_layout
 from hpcgym.traces.mustang import read_mustang
 from hpcgym.traces.pbs import read_pbs
@@ -34,9 +35,9 @@ from hpcgym.traces.slurm import read_slurm
 from hpcgym.traces.split import split, window, window_starts
 from hpcgym.traces.swf import read_header, read_swf, write_swf
 
-__all__ = ["BUNDLED", "FORMATS", "TraceInfo", "load", "read", "path_of", "split", "window", "window_starts",
-           "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm", "read_pbs",
-           "read_header", "detect_format", "formats"]
+__all__ = ["BUNDLED", "FORMATS", "ROWS", "TraceInfo", "load", "read", "read_chunks", "path_of", "split", "window",
+           "window_starts", "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm",
+           "read_pbs", "read_header", "detect_format", "formats"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _PWA = "Parallel Workloads Archive (Feitelson, Tsafrir, Krakov, JPDC 74(10), 2014)"
@@ -215,6 +216,38 @@ def read(
     if columns is not None and fmt != "csv":
         raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
     return _read_file(path, fmt, mach, columns, options)
+
+
+def read_chunks(
+    path: str | Path,
+    rows: int = ROWS,
+    format: str | None = None,
+    machine: str | Machine | None = None,
+    on_invalid: OnInvalid = "drop",
+    columns: str | Mapping[str, str] | None = None,
+    round: str | Mapping[str, str] | None = None,  # noqa: A002 - the option's name on every reader and CLI
+    on_duplicate: OnDuplicate = "warn",
+) -> Iterator[pd.DataFrame]:
+    """Read an SWF trace (a file or a bundled name) in chunks of about ``rows`` jobs, in bounded memory.
+
+    The options are :func:`read`'s; the chunks are compact tables (see :mod:`hpcgym.traces.chunks` for what differs
+    from the whole read). A file of another format raises ``ValueError`` (convert it to SWF first:
+    ``python -m hpcgym.traces convert``).
+    """
+    mach = machines.parse(machine) if machine is not None else None
+    name = None
+    if isinstance(path, str) and _ALIASES.get(path.lower(), path.lower()) in BUNDLED and not Path(path).exists():
+        name = _key(path)
+        fmt, mach, path = BUNDLED[name].format, mach or BUNDLED[name].machine, path_of(name)
+    elif not Path(path).exists():
+        read(path)  # raises what read() says of a missing file or a misspelled name
+    else:
+        fmt = format or detect_format(path, columns)
+    if fmt != "swf" or columns is not None:
+        raise ValueError(f"{path}: only SWF traces are read in chunks, not {fmt}; convert it first "
+                         "(python -m hpcgym.traces convert)")
+    return read_swf_chunks(path, machine=mach, on_invalid=on_invalid, name=name, round=round,
+                           on_duplicate=on_duplicate, rows=rows)
 
 
 def _read_file(path: str | Path, fmt: str, mach: Machine | None, columns: object,

@@ -449,17 +449,23 @@ def invalid_policy(cols: dict[str, np.ndarray], max_nodes: int, on_invalid: str,
 
 
 def duplicate_policy(job_id: np.ndarray, on_duplicate: str, path: str | Path, line: Callable[[int], int],
-                     field: str = "job_id", locate: Locate | None = None) -> int:
+                     field: str = "job_id", locate: Locate | None = None, earlier: np.ndarray | None = None) -> int:
     """Count the jobs whose id an earlier job (in file order) has; warn once, or raise at the first.
 
     Ids that only grow (the usual order of a log) are checked in one pass; others through a hash table. The first
     repeat is named by ``line(row)`` in ``path``, or by ``locate(row)`` when given (a log spread over several files).
+    ``earlier``: the sorted ids of the jobs before these rows (a file read in chunks); a repeat of one counts too.
     """
     if on_duplicate not in ("warn", "error"):
         raise ValueError(f'on_duplicate must be "warn" or "error", not {on_duplicate!r}')
-    if len(job_id) < 2 or bool(np.all(job_id[1:] > job_id[:-1])):
+    grows = len(job_id) < 2 or bool(np.all(job_id[1:] > job_id[:-1]))
+    after = earlier is None or not len(earlier) or not len(job_id) or job_id.min() > earlier[-1]
+    if grows and after:
         return 0
     repeated = pd.Index(job_id).duplicated(keep="first")
+    if not after:
+        at = np.minimum(np.searchsorted(earlier, job_id), len(earlier) - 1)
+        repeated |= earlier[at] == job_id
     count = int(repeated.sum())
     if not count:
         return 0
@@ -498,7 +504,7 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
            unix_start: int, line: Callable[[int], int] | np.ndarray, header: dict | None = None,
            flags: list[Flag] | None = None, *, on_duplicate: str = "warn", compact: bool = False,
            repaired: dict[str, int] | None = None, id_field: str = "job_id",
-           locate: Locate | None = None) -> pd.DataFrame:
+           locate: Locate | None = None, earlier_ids: np.ndarray | None = None) -> pd.DataFrame:
     """Apply the invalid-job and duplicate-id policies, sort, cast and attach the ``attrs``: the reader's table.
 
     Args:
@@ -519,6 +525,8 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
         id_field: the source field of the job ids, for the duplicate-id error.
         locate: row -> (file, line), naming the rows of the invalid-job and duplicate-id messages instead of
             ``path`` and ``line`` (for a log spread over several files: a directory of PBS logs).
+        earlier_ids: the sorted ids of the jobs kept before these rows (a file read in chunks): repeats of them
+            count as duplicates too.
     """
     if isinstance(cols, pd.DataFrame):
         cols = {c: cols[c].array if c == "status" else cols[c].to_numpy() for c in cols.columns}
@@ -529,7 +537,7 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
     ids = cols["job_id"] if keep is None else cols["job_id"][keep]
     kept = (lambda row: row) if keep is None else (lambda row: int(np.flatnonzero(keep)[row]))  # noqa: E731
     dup = duplicate_policy(ids, on_duplicate, path, lambda row: lines(kept(row)), id_field,
-                           None if locate is None else (lambda row: locate(kept(row))))
+                           None if locate is None else (lambda row: locate(kept(row))), earlier_ids)
     submit = cols["submit"] if keep is None else cols["submit"][keep]
     order = None if _sorted(submit, ids) else np.lexsort((ids, submit))
     del ids, submit

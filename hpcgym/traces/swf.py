@@ -30,6 +30,7 @@ import gzip
 import re
 import warnings
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -282,15 +283,17 @@ class _Columns:
     come, submit times kept as float64 until the whole file is known.
     """
 
-    def __init__(self, path: str | Path, rounding: Rounding, extra: bool):
+    def __init__(self, path: str | Path, rounding: Rounding, extra: bool, rows: int | None = None):
         self.path, self.rounding, self.extra = path, rounding, extra
         self.columns: dict[str, np.ndarray] = {}
         self.rows = 0
-        try:
-            self.size = Path(path).stat().st_size if not is_gzip(path) else 0
+        try:  # a chunk of ``rows`` rows is sized as one; a whole file from its size
+            self.size = Path(path).stat().st_size if not is_gzip(path) and rows is None else 0
         except OSError:
             self.size = 0
         self.seen = 0
+        if rows is not None:
+            self._grow(rows + rows // 4)
 
     def add(self, block: memoryview, parsed: tuple) -> None:
         """Convert one parsed block (its lines already checked) into the file's columns.
@@ -398,11 +401,20 @@ class _Columns:
 
 def _scan_file(path: str | Path, rounding: Rounding, extra: bool) -> tuple[list[bytes], _Columns]:
     """Stream the file: (its comment lines, its columns). A malformed line raises naming its line and field."""
+    return next(_scan_chunks(path, rounding, extra))
+
+
+def _scan_chunks(path: str | Path, rounding: Rounding, extra: bool,
+                 rows: int | None = None) -> Iterator[tuple[list[bytes], _Columns]]:
+    """Stream the file: (the comment lines so far, the columns of the next ``rows`` or more data lines) until its end.
+
+    With ``rows`` None, the whole file at once. A malformed line raises naming its line and field.
+    """
     allowed = frozenset(_FRACTIONAL) | {i for i, key in _ROUND_KEYS.items() if key in rounding.policy}
     scanner = _scan.Scanner(len(FIELDS), np.array([i not in allowed for i in range(len(FIELDS))]))
     comments: list[bytes] = []
-    cols = _Columns(path, rounding, extra)
-    line = 0
+    cols = _Columns(path, rounding, extra, rows)
+    line = given = 0
     for block in _Stream(path):
         parsed = scanner.parse(block, line)
         *_, spans, line = parsed
@@ -410,7 +422,11 @@ def _scan_file(path: str | Path, rounding: Rounding, extra: bool) -> tuple[list[
         if (parsed[2] != _scan.OK).any():
             _check_block(path, block, parsed, allowed)
         cols.add(block, parsed)
-    return comments, cols
+        if rows is not None and cols.rows >= rows:
+            yield comments, cols
+            cols, given = _Columns(path, rounding, extra, rows), given + 1
+    if cols.rows or not given:
+        yield comments, cols
 
 
 def _unix_start(header: dict[str, Any]) -> int:
@@ -482,13 +498,18 @@ def read_swf(
     return out
 
 
-def _table(path: str | Path, cols: _Columns, mach: Machine, unix_start: int):
-    """The reader's columns from the file's: (columns, range flags, Unix start)."""
+def _table(path: str | Path, cols: _Columns, mach: Machine, unix_start: int, offset: int = 0,
+           unix: bool | None = None):
+    """The reader's columns from the file's: (columns, range flags, Unix start).
+
+    ``offset``: the data lines before ``cols``' first (in messages, the file is read again to find a row's text).
+    ``unix``: whether the submit times are Unix times (default: their median says, unless ``unix_start``).
+    """
 
     def text(field: int):
-        return lambda r: _row_token(path, r, field)[1]
+        return lambda r: _row_token(path, offset + r, field)[1]
 
-    unix = None if unix_start == 0 else False
+    unix = False if unix_start else unix
     submit, first, submit_flag = submit_column(cols.pop("submit"), text(1), _field_name(1), rebase=False, unix=unix)
     unix_start = unix_start or first
     run, wall = cols.pop("run"), cols.pop("wall")
