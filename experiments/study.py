@@ -221,6 +221,22 @@ def train_base(args: Args) -> train.Args:
     return dataclasses.replace(base, **{k: v for k, v in QUICK_TRAIN.items() if k not in given}) if args.quick else base
 
 
+def quick_fit(args: Args, base: train.Args, data: Data, say: Any) -> tuple[Args, train.Args]:
+    """The smoke preset's windows, shortened to a small trace's parts (a Mustang week's validation part: 69 jobs).
+
+    Only ``--quick`` adapts; a full study refuses windows longer than their part (``experiments.train.check_inputs``).
+    """
+    caps = {"val_length": len(data.validation), "window": len(data.fit), "clone_window": len(data.fit)}
+    changes = {k: cap for k, cap in caps.items() if getattr(base, k) > cap}
+    for key, cap in changes.items():
+        say("quick", f"{arguments.flag_name(train.Args, key)} {getattr(base, key)} -> {cap}: the trace's part has "
+                     f"{cap} jobs")
+    if args.eval_length > data.test_jobs:
+        say("quick", f"--eval-window {args.eval_length} -> {data.test_jobs}: the test split has {data.test_jobs} jobs")
+        args = dataclasses.replace(args, eval_length=data.test_jobs)
+    return args, dataclasses.replace(base, **changes)
+
+
 def train_args(args: Args, source: str, seed: int, base: train.Args | None = None) -> train.Args:
     """The ``experiments.train`` settings of one run: :func:`train_base` (``base``) with the study's own settings."""
     workload = {"real": "real", "mixed": "mixed"}.get(source, "synthetic")
@@ -413,8 +429,12 @@ class Study:
         self.timing: dict[str, dict[str, Any]] = {}
         self.failures: list[str] = []
         shared = train_base(args)
+        self.data = load_data(train_args(args, "real", args.seeds[0], shared), shared.val_fraction)
+        if args.quick:
+            args, shared = quick_fit(args, shared, self.data, self.say)
+            self.args = args
         self.base = train_args(args, "real", args.seeds[0], shared)
-        self.data = load_data(self.base, self.base.val_fraction)
+        train.check_inputs(self.base, self.data)  # before any fit: a window longer than its part is a usage error
         self.params = fit_params(args)
         self.fits: dict[str, Path] = {}
         self.runs = {(s, seed): train_args(args, s, seed, shared) for s in args.source_list for seed in args.seeds}

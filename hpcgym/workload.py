@@ -165,10 +165,14 @@ class MixedWorkload:
         self.real, self.model, self.calls = real, model, 0
 
     def sample(self, n_jobs: int, seed: int) -> pd.DataFrame:
-        """Odd calls (the first, the third, ...): a real window; even calls: a sample of the model."""
+        """Odd calls (the first, the third, ...): a real window; even calls: a sample of the model.
+
+        A real window is at most the whole real table: an environment's first call asks for the jobs its time scale
+        comes from (1,024), more than a small trace's training part holds (a Mustang week's: 277).
+        """
         self.calls += 1
         if self.calls % 2:
-            return job_window(self.real, n_jobs, rng=seed)
+            return job_window(self.real, min(n_jobs, len(self.real)), rng=seed)
         return self.model.sample(n_jobs, seed=seed)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from hpcgym import traces
@@ -48,3 +49,11 @@ def test_mixed_workload_alternates_real_windows_and_samples():
     assert model.seeds == [6, 8]  # the second and the fourth call
     pd.testing.assert_frame_equal(draws[0], traces.window(real, 64, rng=5))
     pd.testing.assert_frame_equal(draws[2], traces.window(real, 64, rng=7))
+
+
+def test_a_mixed_real_window_is_at_most_the_whole_real_table():
+    real = traces.load("lublin-256").head(277)  # a Mustang week's training part is 277 jobs
+    first = MixedWorkload(real, _Sampler()).sample(1024, seed=0)  # the jobs an environment's time scale comes from
+    assert len(first) == 277  # the whole table, its times counted from its first submit
+    np.testing.assert_array_equal(first["submit"], real["submit"] - real["submit"].iloc[0])
+    np.testing.assert_array_equal(first["run"], real["run"])

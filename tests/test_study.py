@@ -13,6 +13,7 @@ import pytest
 
 from experiments import study, study_report
 from experiments.runs import RunFolder
+from hpcgym import cli
 from synth.base import Synthesizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -288,3 +289,15 @@ def test_source_effect_when_seeds_differ_more_than_sources():
                                          permutations=200, seed=3)  # 720 > 200: random relabellings
     assert sampled["relabellings"] == 200 and sampled["p_value"] > 0.5
     assert np.isnan(study_report.source_effect(per_seed_table({"a": [0.0, 1.0]}))["p_value"])  # one source: no test
+
+
+def test_quick_fits_its_windows_to_a_small_trace_and_a_full_study_refuses_early(tmp_path):
+    quick = study.Study(study.parse_args(["--trace", "mustang-2012-02", "--quick", "--seeds", "0", "--sources", "real",
+                                          "--out", str(tmp_path / "q")]))
+    assert quick.base.val_length == len(quick.data.validation) == 69  # the preset's 256 did not fit
+    assert quick.args.eval_length == quick.data.test_jobs < 256
+    refused = "--val-window 1024 is longer than the trace's validation part \\(69 jobs\\)"
+    with pytest.raises(cli.UsageError, match=refused):
+        study.Study(study.parse_args(["--trace", "mustang-2012-02", "--seeds", "0", "--sources", "real",
+                                      "--out", str(tmp_path / "full")]))
+    assert not (tmp_path / "full" / "runs").exists()  # nothing trained, nothing fitted
