@@ -88,6 +88,14 @@ def _key(name: str) -> str:
     return key
 
 
+def _bundled(path: str | Path) -> str | None:
+    """The bundled trace ``path`` names (a name or an alias that is not also a file), else None."""
+    if not isinstance(path, str) or Path(path).exists():
+        return None
+    key = _ALIASES.get(path.lower(), path.lower())
+    return key if key in BUNDLED else None
+
+
 def path_of(name: str) -> Path:
     """The file of a bundled trace."""
     return DATA_DIR / BUNDLED[_key(name)].file
@@ -198,10 +206,10 @@ def read(
     if columns is not None and format not in (None, "csv"):
         raise ValueError(f"columns= applies to format='csv', not {format!r}")
     options = {"on_invalid": on_invalid, "round": round, "on_duplicate": on_duplicate, "compact": compact}
-    if isinstance(path, str) and _ALIASES.get(path.lower(), path.lower()) in BUNDLED and not Path(path).exists():
+    key = _bundled(path)
+    if key is not None:
         if columns is not None:
             raise ValueError(f"columns= applies to CSV files, not to the bundled trace {path!r}")
-        key = _key(path)
         if mach is None and not (round or compact or on_duplicate != "warn"):
             return load(path, on_invalid)
         return _READERS[BUNDLED[key].format](path_of(key), machine=mach or BUNDLED[key].machine, name=key, **options)
@@ -235,9 +243,8 @@ def read_chunks(
     ``python -m hpcgym.traces convert``).
     """
     mach = machines.parse(machine) if machine is not None else None
-    name = None
-    if isinstance(path, str) and _ALIASES.get(path.lower(), path.lower()) in BUNDLED and not Path(path).exists():
-        name = _key(path)
+    name = _bundled(path)
+    if name is not None:
         fmt, mach, path = BUNDLED[name].format, mach or BUNDLED[name].machine, path_of(name)
     elif not Path(path).exists():
         read(path)  # raises what read() says of a missing file or a misspelled name
