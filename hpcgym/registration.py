@@ -3,11 +3,17 @@
 :func:`make` is a thin alias of ``gymnasium.make``; :func:`action_masks` reads the valid actions behind any wrappers.
 
 A ``-v1`` id is its ``-v0`` id with runtime predictions and the observation's history columns
-(``predictor="last2"``, ``features="v1"``; see :class:`hpcgym.env.SchedulingEnv`).
+(``predictor="last2"``, ``features="v1"``; see :class:`hpcgym.env.SchedulingEnv`). Both are supported: ``-v1`` is a
+sibling, not a fix of ``-v0``. Gymnasium reads a higher version as a newer revision and warns that ``-v0`` "is out of
+date"; :func:`make` and :func:`make_vec` silence that one warning (``gymnasium.make("hpcgym/theta-v0")`` still shows
+it, as Gymnasium's convention).
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -50,9 +56,18 @@ def _full_id(env_id: str) -> str:
     return f"{NAMESPACE}/{name}"
 
 
+@contextmanager
+def _siblings_not_outdated() -> Iterator[None]:
+    """Silence Gymnasium's "out of date" warning for a ``-v0`` id: its ``-v1`` is a sibling (see the module doc)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=rf".*{NAMESPACE}/\S+-v0 is out of date")
+        yield
+
+
 def make(env_id: str, **kwargs: Any) -> gym.Env:
     """``hpcgym.make("theta-v0", backfill="easy")`` is ``gymnasium.make("hpcgym/theta-v0", backfill="easy")``."""
-    return gym.make(_full_id(env_id), **kwargs)
+    with _siblings_not_outdated():
+        return gym.make(_full_id(env_id), **kwargs)
 
 
 def make_vec(env_id: str, num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
@@ -60,7 +75,8 @@ def make_vec(env_id: str, num_envs: int = 1, **kwargs: Any) -> gym.vector.Vector
 
     The same as ``gymnasium.make_vec("hpcgym/<id>", num_envs, vectorization_mode="vector_entry_point", **kwargs)``.
     """
-    return gym.make_vec(_full_id(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
+    with _siblings_not_outdated():
+        return gym.make_vec(_full_id(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
 
 
 def action_masks(env: Any) -> np.ndarray:

@@ -122,3 +122,15 @@ def test_the_raise_mode_message_names_ways_that_work_through_wrappers():
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match=r"info\['action_mask'\], or hpcgym.action_masks\(env\)"):
             env.step(empty)
+
+
+def test_a_v0_id_made_through_hpcgym_is_not_called_out_of_date():
+    """``-v1`` is a sibling of ``-v0`` (more observation columns), not its revision: hpcgym's own front door says
+    nothing, while Gymnasium's make keeps its convention (a higher version exists: it warns)."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        hpcgym.make("theta-v0").close()
+        hpcgym.make_vec("lublin256-v0", num_envs=2).close()
+    assert not [w for w in got if "out of date" in str(w.message)]
+    with pytest.warns(DeprecationWarning, match="theta-v0 is out of date"):
+        gym.make("hpcgym/theta-v0").close()
