@@ -35,7 +35,8 @@ Stages (one progress line per item with its wall time, and a total per stage):
 
 Resumable: fits in the cache, trained and evaluated runs and fidelity scores are skipped (a line says so); a run
 killed in the middle continues from its last checkpoint (``experiments.train --resume``). A run folder whose
-settings differ from the study's is refused (``--overwrite`` redoes it).
+settings differ from the study's, or that sampled another fit of its generator than the cache holds now (a new
+revision, a refit), is refused (``--overwrite`` redoes it).
 
 Fit settings. Default: the synthesizers' own CPU defaults: gaussiancopula has no epochs; ctgan and copulagan 100
 epochs of batch 500; tvae 300 epochs of batch 500; realtabformer a 2-layer GPT-2 (n_embd 128, 4 heads), 10 epochs
@@ -133,7 +134,7 @@ class Args(TraceArgs):
     address: str = flag("", "with --backend ray: the cluster address (e.g. auto); empty: a local Ray instance of "
                             "--workers CPUs")
     quick: bool = flag(False, "the smoke preset (see above); explicit flags win")
-    overwrite: bool = flag(False, "redo runs whose settings differ from the study's")
+    overwrite: bool = flag(False, "redo runs whose settings (or generator fit) differ from the study's")
     train_flags: list[str] = flag([], "after --: flags for every experiments.train run", remainder=True)
 
     @property
@@ -490,17 +491,33 @@ class Study:
         known = {f.name: f.default for f in dataclasses.fields(train.Args)}  # a setting added since: its default
         saved["tuned"] = tuned_flag(saved.get("tuned", ""))  # a --tuned workload run records its fit's file
         differ = sorted(k for k in mine if k not in VOLATILE and saved.get(k, known.get(k)) != mine[k])
-        if differ:
-            if not self.args.overwrite:
-                raise cli.UsageError(f"{run.path} was trained with other settings ({', '.join(differ)}): use "
-                                     "another --out, or --overwrite to redo such runs")
-            return "overwrite"
         marker = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
+        stale = self._stale_fit(targs, marker)
+        if differ or stale:
+            if not self.args.overwrite:
+                why = f"with other settings ({', '.join(differ)})" if differ else stale
+                raise cli.UsageError(f"{run.path} was trained {why}: use another --out, or --overwrite to redo "
+                                     "such runs")
+            return "overwrite"
         if UNTRAINABLE in marker:
             return UNTRAINABLE
         if "train_s" in marker and run.model.exists():
             return "done" if "evaluate_s" in marker and run.evaluated() else "trained"
         return "resume"
+
+    def _stale_fit(self, targs: train.Args, marker: dict[str, Any]) -> str:
+        """Why a run trained on samples must be redone, or "": its generator's fit is not the one the cache holds now.
+
+        A new revision of a generator, or a refit, changes the cache key; the run's settings do not say which fit
+        it sampled, its study record does (``synthesizer_dir``). Compared by the fit's folder name (the cache key),
+        so a cache moved to another folder still matches.
+        """
+        fit = self.fits.get(targs.synthesizer) if targs.workload != "real" else None
+        used = marker.get("synthesizer_dir")
+        if not fit or not used or Path(used).name == Path(fit).name:
+            return ""
+        return (f"on samples of another fit of {targs.synthesizer} ({Path(used).name}; the cache now holds "
+                f"{Path(fit).name})")
 
     def train_stage(self) -> None:
         """Train the runs not trained yet (resuming the interrupted ones)."""

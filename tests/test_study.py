@@ -105,6 +105,29 @@ def test_interrupted_run_resumes_and_other_settings_are_refused(quick, tmp_path)
 
 
 @pytest.mark.slow
+def test_a_run_trained_on_another_fit_of_its_generator_is_refused_then_redone(quick, tmp_path):
+    """A generator's new revision or a refit changes its cache key; runs trained on the old fit's samples are not
+    reused silently (the report would pair them with the new fit's fidelity)."""
+    out, _ = quick
+    copy = tmp_path / "theta"
+    import shutil
+
+    shutil.copytree(out, copy)
+    cache = out.parent / "synth-cache"
+    marker = RunFolder(copy / "runs" / "lublin-s0").study_record
+    record = json.loads(marker.read_text())
+    current = Path(record["synthesizer_dir"]).name
+    record["synthesizer_dir"] = str(cache / "theta-lublin-0000000000000000")  # an older fit's folder
+    marker.write_text(json.dumps(record))
+    cmd = study_cmd(copy, "--sources", "lublin", "--cache", str(cache))
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and "another fit of lublin (theta-lublin-0000000000000000" in done.stderr
+    stdout = run([*cmd, "--overwrite"]).stdout
+    assert "[train] 1 to do" in stdout and "lublin-s0" in stdout and "[evaluate] 1 to do" in stdout
+    assert Path(json.loads(marker.read_text())["synthesizer_dir"]).name == current
+
+
+@pytest.mark.slow
 def test_quick_study_on_local_ray(tmp_path):
     # four sources (real, a generator fitted in seconds, a trained SDV model, mixed) to keep the test short
     out = tmp_path / "ray"
