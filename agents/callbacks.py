@@ -261,9 +261,14 @@ class AtomicCheckpointCallback(CheckpointCallback):
         super().__init__(1, save_path, name_prefix, save_replay_buffer)
         self.every, self.carry, self.appended = max(int(every), 1), dict(carry or {}), tuple(appended)
         self.last_saved = 0
+        self.pending_log: dict = {}  # a resumed run: what the logger held at the checkpoint (agents.resume)
 
     def _on_training_start(self) -> None:
+        from agents.resume import put_log_back
+
         self.last_saved = self.num_timesteps  # a resumed run starts at its checkpoint
+        put_log_back(self.logger, self.pending_log)  # learn() made a new logger: its first log is the killed run's
+        self.pending_log = {}
 
     def _on_rollout_start(self) -> None:
         if self.num_timesteps - self.last_saved >= self.every:

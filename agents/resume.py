@@ -15,8 +15,15 @@ writes those beside each checkpoint, in ``<prefix>_state_<steps>_steps.pkl.gz`` 
   code changed since the checkpoint, and the run could not continue as it was;
 - the state of each callback that has one (``state()`` and ``load_state(state)``): validation's best score and the
   step its next validation is due;
+- what SB3's logger holds for its next log (the last update's ``train/`` values), put back into the resumed run's
+  logger when it starts (:func:`put_log_back`);
 - the sizes of the files the run appends to (``monitor.csv``, ``learning_curve.csv``), which :func:`cut_files`
   cuts back to, so that what a killed run wrote after its checkpoint is not written twice.
+
+TensorBoard's event files are not cut: a resumed run goes on in the killed run's folder (SB3's
+``reset_num_timesteps=False``), and :func:`hide_tensorboard_after` first writes TensorBoard's own restart marker
+there (``SummaryWriter(purge_step=...)``), which hides every point the killed run logged after the checkpoint's step;
+without it, the curves between the checkpoint and the kill were drawn twice.
 
 Checkpoints are taken when a rollout starts (:class:`agents.callbacks.AtomicCheckpointCallback`): PPO's rollout
 buffer is empty then, so nothing of it needs saving. A DQN's replay buffer is saved beside the checkpoint.
@@ -178,7 +185,7 @@ def save_state(path: Path, model: Any, callbacks: Mapping[str, Any], appended: S
         raise TypeError("a checkpoint that resumes exactly needs the model's env wrapped in RecordedVecEnv")
     state = {"version": STATE_VERSION, "timesteps": int(model.num_timesteps), "rng": _generators(model),
              "model": {name: getattr(model, name) for name in _carried(model)}, "env": env.history(),
-             "callbacks": {name: cb.state() for name, cb in callbacks.items()},
+             "callbacks": {name: cb.state() for name, cb in callbacks.items()}, "log": pending_log(model),
              "files": {os.path.relpath(f, path.parent): (f.stat().st_size if f.exists() else None) for f in appended}}
     write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), gzip_by_suffix=True)
 
@@ -200,6 +207,41 @@ def cut_files(state: Mapping[str, Any], path: Path) -> None:
             file.unlink(missing_ok=True)
         elif file.exists() and file.stat().st_size > size:
             os.truncate(file, size)
+
+
+def pending_log(model: Any) -> dict[str, dict[str, Any]]:
+    """What SB3's logger holds for its next log: at a checkpoint, the ``train/`` values of the last update."""
+    logger = getattr(model, "_logger", None)
+    if logger is None:
+        return {}
+    return {"values": dict(logger.name_to_value), "counts": dict(logger.name_to_count),
+            "excluded": dict(logger.name_to_excluded)}
+
+
+def put_log_back(logger: Any, log: Mapping[str, Mapping[str, Any]]) -> None:
+    """Give a resumed run's new logger what the killed run's held at the checkpoint (:func:`pending_log`)."""
+    logger.name_to_value.update(log.get("values", {}))
+    logger.name_to_count.update(log.get("counts", {}))
+    logger.name_to_excluded.update(log.get("excluded", {}))
+
+
+def hide_tensorboard_after(log_dir: str | os.PathLike | None, name: str, step: int) -> None:
+    """Hide the points a killed run logged after ``step`` (its checkpoint's) from TensorBoard (module docstring).
+
+    The points logged *at* ``step`` stay: a checkpoint is taken when a rollout starts, after that step's log. The
+    resumed run logs the rest again, its first log with the ``train/`` values the checkpoint carried
+    (:func:`pending_log`).
+
+    ``log_dir`` and ``name`` are the model's ``tensorboard_log`` and ``learn``'s ``tb_log_name``: the run goes on in
+    SB3's latest ``<name>_<id>`` folder there. Nothing to do without one.
+    """
+    from stable_baselines3.common.utils import get_latest_run_id
+
+    run_id = get_latest_run_id(str(log_dir), name) if log_dir else 0
+    if run_id:
+        from torch.utils.tensorboard import SummaryWriter
+
+        SummaryWriter(os.path.join(str(log_dir), f"{name}_{run_id}"), purge_step=step + 1).close()
 
 
 def restore(state: Mapping[str, Any], model: Any, callbacks: Mapping[str, Any]) -> None:

@@ -185,6 +185,7 @@ AT_LEAST = {"sample_pool": 0, "timesteps": 0, "window": 2, "slots": 1, "envs": 1
             "batch_size": 1, "clone_episodes": 1, "clone_window": 2, "clone_epochs": 1, "val_windows": 0,
             "val_length": 2, "val_every": 1, "jobs": 1, "eval_windows": 0, "eval_length": 2,
             "checkpoint_every": 1, "threads": 1}
+TB_NAME = "run"  # SB3's tb_log_name: the TensorBoard curves are in <run>/tb/run_1
 
 
 def check_args(args: Args) -> None:
@@ -325,18 +326,21 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
             model.policy.set_anchor()  # the network RL starts from
     metrics = SchedulingMetricsCallback()
     carry = {"metrics": metrics, **({"validation": validation} if validation else {})}
-    callbacks = [AtomicCheckpointCallback(args.checkpoint_every, str(run.checkpoints), runs.CHECKPOINT_PREFIX,
-                                          save_replay_buffer=args.algo == "dqn", carry=carry,
-                                          appended=(run.monitor, run.curve)),
-                 metrics, HyperparametersCallback(dataclasses.asdict(args))]
+    checkpoints = AtomicCheckpointCallback(args.checkpoint_every, str(run.checkpoints), runs.CHECKPOINT_PREFIX,
+                                           save_replay_buffer=args.algo == "dqn", carry=carry,
+                                           appended=(run.monitor, run.curve))
+    callbacks = [checkpoints, metrics, HyperparametersCallback(dataclasses.asdict(args))]
     if state is not None:
         resume.restore(state, model, carry)
+        checkpoints.pending_log = state.get("log", {})
+    if checkpoint is not None:
+        resume.hide_tensorboard_after(model.tensorboard_log, TB_NAME, model.num_timesteps)
     if validation is not None:
         callbacks.append(validation)
     if not args.quiet:
         callbacks.append(ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0)))
     model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
-                reset_num_timesteps=model.num_timesteps == 0, tb_log_name="run")
+                reset_num_timesteps=model.num_timesteps == 0, tb_log_name=TB_NAME)
     save_atomic(model, run.last)
     source = run.best if starts and run.best.exists() else run.last
     hpcgym_io.atomic_write(run.model, lambda tmp: shutil.copyfile(source, tmp))

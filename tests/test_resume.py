@@ -209,3 +209,34 @@ def test_dqn_on_a_mixed_workload_killed_in_the_middle_resumes_exactly(tmp_path):
     _done(_train(tmp_path / "killed", "--resume"))
     _done(whole)
     _same_run(tmp_path / "whole" / "r", tmp_path / "killed" / "r", MaskedDQN)
+
+
+def _scalars(run_dir):
+    """TensorBoard's view of a run's curves: tag -> [(step, value)], as TensorBoard itself loads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tb" / "run_1"), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+@pytest.mark.slow
+def test_tensorboard_shows_a_resumed_run_once(tmp_path):
+    """Killed in the rollout after a logged step past its checkpoint (logged at 384, checkpoint at 256): the resumed
+    run logs 384 again, with the update's values the checkpoint carried, and TensorBoard shows the uninterrupted
+    run's curves, each step once (all but the frames per second, a measurement of the machine)."""
+    flags = ["--workload", "real", "--timesteps", "640", "--checkpoint-every", "256"]
+    whole = _train(tmp_path / "whole", *flags)
+    _done(_train(tmp_path / "killed", *flags, kill=("450", "step")), killed=True)
+    assert sorted(p.name for p in (tmp_path / "killed" / "r" / "checkpoints").glob("*_steps.zip")) == \
+        ["model_256_steps.zip"]
+    before = _scalars(tmp_path / "killed" / "r")["train/loss"]  # logged at each rollout's end from the second on
+    assert [step for step, _ in before] == [256, 384]  # 384: logged after the checkpoint, before the kill
+    _done(_train(tmp_path / "killed", "--resume"))
+    _done(whole)
+    resumed, uninterrupted = _scalars(tmp_path / "killed" / "r"), _scalars(tmp_path / "whole" / "r")
+    assert [step for step, _ in uninterrupted["train/loss"]] == [256, 384, 512, 640]
+    assert resumed.keys() == uninterrupted.keys()
+    for tag in uninterrupted:
+        if tag != "time/fps":
+            assert resumed[tag] == uninterrupted[tag], tag
