@@ -9,6 +9,8 @@ split's 0.095); Theta's 24 h spectral peak (seed-dependent). These tests fail on
 
 Since revision 4 the samples offer the training jobs' load (the governor, issue 25), and episodes keep their spread;
 since revision 5 every sample carries the data's outage time (stratified outages), so the whole-trace load holds too;
+since revision 6 a long sample holds the load exactly, and a slow arrival component (calibrated so that the samples
+queue like the training data) brings Theta's whole-trace waits within the issue's bar;
 logs without user ids, group ids or walltimes (anonymised) are read through the generic CSV reader with the column
 removed, and what the generator then does is pinned down.
 """
@@ -157,15 +159,58 @@ def test_samples_offer_the_training_load(case):
     assert abs(np.mean(whole) / _load(train, nodes) - 1) <= 0.03
 
 
+def test_long_samples_hold_the_training_load_exactly(case):
+    """Revision 6: a sample longer than the governor's horizon offers the train split's load between outages within
+    1% (the clock runs again until it does); before, Theta's test-length samples ranged 0.75-0.87 for 0.805."""
+    nodes, n = case["machine"].nodes, len(case["test"])
+    own = _load(case["train"], nodes, OUTAGE)
+    for busy in _loads(case["model"], n, nodes, OUTAGE):
+        assert abs(busy / own - 1) <= 0.01
+
+
+def test_whole_trace_waits_within_the_issue_bar(case):
+    """Issue 25's bar: the whole-trace EASY-wait KS of three samples (seeds 0-2) against the test split, within 0.05
+    of the train split's own. Revision 5 missed it on Theta (0.090 against 0.084; seeds 0-2 of fits 0-4 missed it
+    on three fits of five); the slow arrival component, calibrated on the training data, gives 0.040-0.061."""
+    machine, train, test = case["machine"], case["train"], case["test"]
+    real = simulate(test, machine, FCFS, "easy")["wait"].to_numpy()
+    bar = ks_statistic(real, simulate(train, machine, FCFS, "easy")["wait"].to_numpy()) + 0.05
+    ks = [ks_statistic(real, simulate(case["model"].sample(len(test), seed=s), machine, FCFS, "easy")["wait"]
+                       .to_numpy()) for s in (0, 1, 2)]
+    assert np.mean(ks) <= bar
+
+
+def test_the_slow_component_keeps_the_gaps_correlated_for_longer(case):
+    """The log gaps' autocorrelation at lags 5-50, by hand: a slow share adds it (the data has 0.03-0.35 there, an
+    AR(1) alone about 0.01), while the lag-1 autocorrelation stays the data's (``phi`` is calibrated again)."""
+    def acf(jobs: pd.DataFrame, lag: int) -> float:
+        gaps = np.diff(jobs["submit"].to_numpy(np.int64))
+        x = np.log1p(gaps[gaps <= OUTAGE].astype(np.float64))
+        x -= x.mean()
+        return float(np.mean(x[lag:] * x[:-lag]) / x.var())
+
+    nodes, train = case["machine"].nodes, case["train"]
+    fits = {a: ArrivalAwareSynthesizer(max_nodes=nodes, slow=a).fit(train, seed=0) for a in (0.0, 0.3)}
+    samples = {a: [m.sample(len(train), seed=s) for s in (0, 1)] for a, m in fits.items()}
+    long = {a: np.mean([acf(j, k) for j in js for k in (5, 10, 20, 50)]) for a, js in samples.items()}
+    assert long[0.3] > long[0.0] + 0.05
+    for js in samples.values():
+        assert abs(np.mean([acf(j, 1) for j in js]) - acf(train, 1)) <= 0.1
+    assert fits[0.0].slow_share == 0.0 and not hasattr(fits[0.0], "slow_scores")  # given: not calibrated
+    with pytest.raises(ValueError, match="slow must be in"):
+        ArrivalAwareSynthesizer(slow=1.0)
+
+
 def test_governor_corrects_mustangs_drift():
-    """Mustang's samples asked for 9.7% more work per second than its train split (sessions of large jobs); the
-    governor brings the mean of five test-length samples within 3%."""
+    """Mustang's ungoverned samples drift: 9.7% more work per second than its train split on average over five samples
+    (revision 3; sessions of large jobs), and by fit: over 40 test-length samples, -2.9% (sd 27%) for fit seed 0 and
+    +22% (sd 39%) for fit seed 1 (revision 6). Governed, each of five samples is within 1% of train's load."""
     full = traces.load("mustang")
     train, n = traces.split(full, "train"), len(traces.split(full, "test"))
     model = ArrivalAwareSynthesizer(max_nodes=1600).fit(train, seed=0)
     base = _load(train, 1600)
-    assert np.mean(_loads(model, n, 1600, governed=False)) / base - 1 > 0.05  # the test can fail
-    assert abs(np.mean(_loads(model, n, 1600)) / base - 1) <= 0.03
+    assert np.mean(np.abs(np.array(_loads(model, n, 1600, governed=False)) / base - 1)) > 0.05  # the test can fail
+    assert max(abs(np.array(_loads(model, n, 1600)) / base - 1)) <= 0.01
 
 
 @pytest.fixture(scope="module")
