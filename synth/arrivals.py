@@ -28,9 +28,10 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    because there the long runs of short gaps are bursts of small jobs. **Why.** Theta's samples queued less than
    its data (75th-percentile wait 1.22 h against the train split's 1.82 h), and their whole-trace EASY-wait KS
    against the test split was 0.064-0.075 over 30 samples for each of five fits (bar 0.084; seeds 0-2 missed it
-   on three fits of five). Calibrated, Theta takes ``a = 0.1`` on all five fits, and the KS is 0.049-0.054;
-   SDSC-SP2, HPC2N, Mira and Mustang keep ``a = 0`` (their samples already queue like the data). Measurements:
-   ``docs/benchmarks.md``. The calibration replays ``4 x CAL_SAMPLES`` samples: about 8 s of Theta's fit.
+   on three fits of five). Calibrated, Theta takes ``a = 0.1`` on fits 0-4, and seeds 0-2 score 0.040-0.061
+   (30-sample means 0.044-0.053); Mira takes 0.1 on four fits of five (30-sample means 0.16-0.18 against 0.24);
+   SDSC-SP2, HPC2N and Mustang keep ``a = 0``. Measurements: ``docs/benchmarks.md``. The calibration replays
+   ``3 x CAL_SAMPLES`` samples: about 10 s of Theta's 12-14 s fit.
 2. **Sessions.** A user often resubmits the same job. With a probability fitted per gap bin (short gaps: high),
    the next job continues the previous job's *session*: same user, same request (nodes, walltime); its outcome
    and runtime are drawn afresh (steps 4-5). Otherwise a new session starts.
@@ -117,8 +118,9 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    jobs repeat the one before (on Theta, 6% of the jobs submitted within 6 s of another repeat its request, against
    81% with walltimes), and the session structure is mostly lost.
 
-Fitting is a few vectorized passes over the training table plus the calibrations, which sample; sampling is
-vectorized except the arrival clock (two cheap passes, the second governed). Times are in ``docs/benchmarks.md``.
+Fitting is a few vectorized passes over the training table plus the calibrations, which sample (the slow share's
+replays most: about 10 s on Theta); sampling is vectorized except the arrival clock (a pass, then the governed
+passes, which reuse the first pass's gaps per hour class). Times are in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
