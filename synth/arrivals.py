@@ -592,7 +592,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
 
         The governor leaves a debt at the end of a sample, so a sample's load between outages varies about the
         target (Theta, 7,016 jobs: sd 0.033 about 0.805), and a burst it cannot stretch enough (at most
-        :data:`GOVERNOR_LIMIT`) stays (Mustang: a sample at 0.872 for 0.711). Past :data:`GOVERNOR_JOBS` jobs, the
+        :data:`GOVERNOR_LIMIT`) stays (Mustang: a sample at 0.872 for 0.711). Past the horizon (``horizon_jobs``), the
         clock runs again (at most :data:`CLOSE_ROUNDS` passes, the same random numbers) with the governor's target
         moved by the square root of the ratio of the target to the load obtained and every gap stretched by the
         square root of its inverse (the stretch still works where the governor is at its limit), until they agree
@@ -606,11 +606,13 @@ class ArrivalAwareSynthesizer(Synthesizer):
         # the last job's work alone moved the load by up to 5%)
         nodes, total = int(self.machine_nodes or self.max_nodes), float(work[:-1].sum())
         need = total / (nodes * self.target_load)  # the node-seconds' span the target asks for
+        if len(work) < 3 or need <= 0:
+            return out  # no span to hold
         target, stretch, best = self.target_load, 1.0, (np.inf, out)
         for k in range(CLOSE_ROUNDS):
             ratio = float(np.minimum(out[0][1:-1], OUTAGE).sum()) / need  # < 1: too much load
             best = min(best, (abs(ratio - 1.0), out), key=lambda b: b[0])
-            if abs(ratio - 1.0) <= CLOSE_TOLERANCE or k == CLOSE_ROUNDS - 1:
+            if abs(ratio - 1.0) <= CLOSE_TOLERANCE or k == CLOSE_ROUNDS - 1 or ratio <= 0:
                 break
             target, stretch = target * ratio**0.5, stretch / ratio**0.5  # half each: together, one ratio
             out = self._clock(*draws, self.unix_start_time, work=work, target=target, stretch=stretch, cache=cache)
@@ -648,7 +650,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         for k in (1, 0):
             level = np.where(self.run_levels[k].size(keys[k]) >= MIN_RUNS, k, level)
         over = outcome % 2 == 1
-        v = np.empty(len(request))
+        v = np.zeros(len(request))  # the overrun jobs' entries are unused (np.empty's garbage warned in casts)
         for k in range(3):
             m = (level == k) & ~over
             v[m] = self.run_levels[k].draw(keys[k][m], rng)
