@@ -151,3 +151,18 @@ def test_fit_and_sample_cli(tmp_path):
     assert "sampled 800 jobs" in text.stdout
     jobs = traces.read(out, machine="sdsc-sp2")
     assert len(jobs) == 800 and jobs["nodes"].max() <= 128
+
+
+def test_the_default_workload_is_fitted_once_per_machine_and_table():
+    """``hpcgym.make(..., workload="synthetic")`` fits ``arrivals`` once per process and training table (a fit takes
+    about 10 s on Theta since revision 6), and another table gets its own fit."""
+    from hpcgym.machines import Machine
+    from hpcgym.testing import make_jobs
+    from synth.defaults import default_workload
+
+    rows = [(i * 600, 1800, 3600, 1 + i % 3) for i in range(40)]
+    machine, jobs = Machine("toy-4", 4), make_jobs(rows)
+    model = default_workload(machine, jobs)
+    assert isinstance(model, ArrivalAwareSynthesizer) and model.fitted
+    assert default_workload(machine, jobs) is model
+    assert default_workload(machine, make_jobs(rows[:30])) is not model
