@@ -166,6 +166,11 @@ CLOSE_ROUNDS = 8  # passes of the governed clock, at most, to hold a long sample
 CLOSE_TOLERANCE = 0.005  # relative error of a long sample's load that ends the passes
 
 
+def _calendar(clocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hour of day and weekday (0 = Monday) of Unix times: 1970-01-01 was a Thursday."""
+    return (clocks // 3600) % 24, ((clocks // 86400) + 3) % 7
+
+
 def _hour_class(hour: np.ndarray, dow: np.ndarray) -> np.ndarray:
     return hour + 24 * (dow >= 5)
 
@@ -296,7 +301,8 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self.slow_jobs = float(max(min(day, SLOW_MAX_JOBS * self.horizon_jobs / GOVERNOR_JOBS), 1.0))
         self.slow_share = 0.0  # the calibrations below run without it; _fit_slow picks it last
         self.phi_seed = int(rng.integers(2**31))
-        self.phi = self._calibrate_phi(_lag1(x), np.random.default_rng(self.phi_seed))
+        lag1 = _lag1(x)
+        self.phi = self._calibrate_phi(lag1, np.random.default_rng(self.phi_seed))
         ctx = _period(hour, dow) * len(GAP_BINS) + _gap_bin(x)
         self.perfect = bool((~jobs["walltime_known"].to_numpy(bool)).mean() > 0.5)  # no estimates in the data
         self._fit_requests(table, ctx)
@@ -305,7 +311,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self._fit_runtimes(table)
         self._calibrate_mix(rng)
         self._fit_load(jobs)
-        self._fit_slow(jobs, _lag1(x), rng)
+        self._fit_slow(jobs, lag1, rng)
 
     def _fit_outages(self, gaps: np.ndarray) -> None:
         """The data's outages (gaps over :data:`OUTAGE`): their lengths past it, sorted, and that time per gap."""
@@ -337,9 +343,10 @@ class ArrivalAwareSynthesizer(Synthesizer):
         seeds for every candidate; each is replayed under FCFS + EASY on the machine, and the share whose mean
         whole-trace wait KS against the training jobs' own replay is lowest wins (ties: the smaller share).
         """
+        phi0 = self.phi  # calibrated without the slow component (_fit)
         if self.slow is not None or self.own_load is None:  # given, or no load to replay the samples at
             self.slow_share = float(self.slow or 0.0)
-            self._phi_for(lag1)
+            self.phi = self._phi_for(lag1) if self.slow_share > 0 else phi0
             return
         machine = Machine("arrivals-calibration", int(self.machine_nodes or self.max_nodes))
         data_wait = replay(jobs, machine)["records"]["wait"].to_numpy()
@@ -351,7 +358,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         try:
             for share in SLOW_SHARES:
                 self.slow_share = share
-                phi = self._phi_for(lag1)
+                self.phi = phi = self._phi_for(lag1) if share > 0 else phi0
                 waits = [replay(features.to_jobs(self._sample(n, np.random.default_rng(int(s)))), machine)
                          ["records"]["wait"].to_numpy() for s in seeds]
                 scores[share] = (float(np.mean([ks_statistic(w, data_wait) for w in waits])), phi)
@@ -561,6 +568,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         if governed:
             per_work = 1.0 / ((target or self.target_load) * int(self.machine_nodes or self.max_nodes))
             horizon = self.horizon_jobs * self.mean_gap * scale
+        factor = scale * stretch  # every gap's multiplier but the governor's
         work = work.tolist() if governed else [0.0] * n
         outage = outage.tolist()
         clock, debt = int(clock0), 0.0
@@ -575,7 +583,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
             for t in range(part.start, part.stop):
                 if t:
                     c = (clock // 3600) % 24 + 24 * (((clock // 86400) + 3) % 7 >= 5)  # 1970-01-01 was a Thursday
-                    gap = rows[c][t - lo] * scale * stretch
+                    gap = rows[c][t - lo] * factor
                     if governed:
                         gap *= math.exp(min(max(debt / horizon, -limit), limit))
                     gap = outage[t] or round(gap)  # an outage's length is fixed: neither scaled nor governed
@@ -584,7 +592,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
                     debt -= min(gap, OUTAGE)
                 debt += work[t] * per_work
                 clocks[t] = clock
-        return gaps, (clocks // 3600) % 24, ((clocks // 86400) + 3) % 7
+        return (gaps, *_calendar(clocks))
 
     def _governed_clock(self, draws: tuple[np.ndarray, np.ndarray, np.ndarray], work: np.ndarray,
                         cache: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -633,8 +641,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         if inner[free].sum() > 0 and need > fixed:
             gaps[1:-1] = np.where(free, inner * (need - fixed) / inner[free].sum(), inner)
         gaps = np.round(gaps).astype(np.int64)
-        clocks = int(self.unix_start_time) + np.cumsum(gaps)
-        return gaps, (clocks // 3600) % 24, ((clocks // 86400) + 3) % 7
+        return (gaps, *_calendar(int(self.unix_start_time) + np.cumsum(gaps)))
 
     def _runtimes(self, request: np.ndarray, outcome: np.ndarray, first: np.ndarray,
                   rng: np.random.Generator) -> np.ndarray:
