@@ -80,6 +80,23 @@ def test_several_seeds_make_one_table(tmp_path):
     assert (tmp_path / "multi-seeds" / "learning_curves.png").exists() and "2 seeds [0, 1]" in out
 
 
+def test_seed_table_counts_seeds_against_the_start_and_the_strongest_reference():
+    from experiments import seeds
+
+    rows = [(s, name, kind, v) for s, values in enumerate([(30.0, 34.0, 33.0), (33.5, 34.0, 31.0), (31.0, 34.0, 35.0)])
+            for name, kind, v in zip(("agent", "cloned", "untrained"), ("agent", "cloned", "untrained"), values,
+                                     strict=True)]
+    rows += [(s, name, kind, v) for s in range(3) for name, kind, v in
+             (("tuned+easy", "heuristic", 32.0), ("saf+easy", "heuristic", 40.0), ("fcfs+easy", "heuristic", 70.0),
+              ("clairvoyant+easy", "clairvoyant", 14.0))]
+    per_seed = pd.DataFrame(rows, columns=["seed", "scheduler", "kind", "bsld"]).assign(backfill="easy", windows=20)
+    assert seeds.best_reference(per_seed) == "tuned+easy"  # the clairvoyant row is no reference
+    agent = seeds.table(per_seed).set_index("scheduler").loc["agent"]
+    # by hand: agent 30, 33.5, 31 against cloned 34 (3 of 3), untrained 33, 31, 35 (2 of 3), tuned 32 (2 of 3)
+    assert (agent["seeds_beating_cloned"], agent["seeds_beating_untrained"]) == (3, 2)
+    assert (agent["seeds_beating_best_reference"], agent["seeds_beating_fcfs+easy"]) == (2, 3)
+
+
 @pytest.mark.slow
 def test_seed_table_refuses_runs_on_other_windows(tmp_path):
     run(train_cmd(tmp_path, "--workload", "real", "--timesteps", "256", "--run-name", "a"))
