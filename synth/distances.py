@@ -449,12 +449,14 @@ def history_stats(jobs: pd.DataFrame) -> dict[str, float]:
       and ``held = min(run, walltime)`` the time the job held its nodes.
     - ``runtime_lag1_corr``: the Pearson correlation of ``log(held)`` between consecutive jobs (in submit order) of
       the same user, the pairs of every user pooled.
+    - ``request_owner_share``: the share of the jobs of a request (a ``(nodes, walltime)`` pair) that its main user
+      submitted, the requests pooled (jobs of known users only): real requests belong to a few users each.
 
     Args:
         jobs: canonical job table.
 
     Returns:
-        ``{"last2_accuracy": float, "runtime_lag1_corr": float}``.
+        ``{"last2_accuracy": float, "runtime_lag1_corr": float, "request_owner_share": float}``.
     """
     held = np.maximum(np.minimum(jobs["run"].to_numpy(np.float64), jobs["walltime"].to_numpy(np.float64)), 1.0)
     submit, wall = jobs["submit"].to_numpy(np.float64), jobs["walltime"].to_numpy(np.float64)
@@ -468,7 +470,19 @@ def history_stats(jobs: pd.DataFrame) -> dict[str, float]:
     corr = np.nan
     if len(pair) >= 2 and pair[:, 0].std() > 0 and pair[:, 1].std() > 0:
         corr = float(np.corrcoef(pair[:, 0], pair[:, 1])[0, 1])
-    return {"last2_accuracy": float(np.median(ratio)) if len(ratio) else np.nan, "runtime_lag1_corr": corr}
+    return {"last2_accuracy": float(np.median(ratio)) if len(ratio) else np.nan, "runtime_lag1_corr": corr,
+            "request_owner_share": _owner_share(jobs)}
+
+
+def _owner_share(jobs: pd.DataFrame) -> float:
+    """Share of each request's jobs submitted by the request's main user, pooled over requests (NaN: no users)."""
+    if not {"user", "nodes", "walltime"} <= set(jobs.columns):
+        return np.nan
+    known = jobs[jobs["user"].to_numpy(np.int64) >= 0]
+    if known.empty:
+        return np.nan
+    per_user = known.groupby(["nodes", "walltime", "user"]).size()
+    return float(per_user.groupby(level=["nodes", "walltime"]).max().sum() / len(known))
 
 
 def history(real: pd.DataFrame, synthetic: pd.DataFrame) -> dict[str, Any]:

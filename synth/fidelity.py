@@ -115,6 +115,7 @@ METRICS: dict[str, tuple[str, str, str, float]] = {
     #: values judged by their closeness to the test split's; NaN ("n/a") for a table without user ids
     "last-two predictor accuracy (history)": ("history", "= test", "the test split's", NAN),
     "user runtime lag-1 correlation (history)": ("history", "= test", "the test split's", NAN),
+    "request owner share (history)": ("history", "= test", "the test split's", NAN),
     "DCR median": ("privacy", "higher", ">= floor", 0.0),
     "DCR 5th percentile": ("privacy", "higher", ">= floor", 0.0),
     "share DCR < test p5": ("privacy", "lower", "<= floor (~0.05)", 1.0),
@@ -255,7 +256,8 @@ def _pair_values(s: dict[str, Any]) -> dict[str, float]:
 
 def _history_values(stats: dict[str, float]) -> dict[str, float]:
     return {"last-two predictor accuracy (history)": stats["last2_accuracy"],
-            "user runtime lag-1 correlation (history)": stats["runtime_lag1_corr"]}
+            "user runtime lag-1 correlation (history)": stats["runtime_lag1_corr"],
+            "request owner share (history)": stats["request_owner_share"]}
 
 
 def _validity_values(val: dict[str, Any]) -> dict[str, float]:

@@ -266,13 +266,24 @@ def test_history_stats_ties_and_missing_users():
     assert math.isnan(history_stats(df.drop(columns="user"))["last2_accuracy"])
 
 
+def test_request_owner_share_by_hand():
+    from synth.distances import history_stats
+
+    # request (1, 100): users 1, 1, 1, 2 (main user: 3 jobs); (2, 100): users 2, 3 (1 job); (1, 200): no known user
+    df = pd.DataFrame({"submit": range(7), "run": [10] * 7, "nodes": [1, 1, 1, 1, 2, 2, 1],
+                       "walltime": [100] * 6 + [200], "user": [1, 1, 1, 2, 2, 3, -1]})
+    assert history_stats(df)["request_owner_share"] == pytest.approx((3 + 1) / 6)
+    assert math.isnan(history_stats(df.assign(user=-1))["request_owner_share"])
+
+
 def test_history_rows_in_the_report(result, splits, refs):
     from synth.distances import history_stats
 
     train, test = splits
     table = result["table"].set_index("metric")
     for metric, key in (("last-two predictor accuracy (history)", "last2_accuracy"),
-                        ("user runtime lag-1 correlation (history)", "runtime_lag1_corr")):
+                        ("user runtime lag-1 correlation (history)", "runtime_lag1_corr"),
+                        ("request owner share (history)", "request_owner_share")):
         row = table.loc[metric]
         assert row["better"] == "= test" and row["section"] == "history"
         assert row["floor"] == pytest.approx(history_stats(train)[key])

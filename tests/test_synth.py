@@ -102,10 +102,10 @@ def test_a_model_saved_by_older_modelling_code_is_fitted_again(tmp_path, arrival
     arrivals_model.save(tmp_path / "m")
     manifest = tmp_path / "m" / "manifest.json"
     data = json.loads(manifest.read_text())
-    assert data["revision"] == type(arrivals_model).revision == 6
-    data["revision"] = 5  # as saved before the slow arrival component
+    assert data["revision"] == type(arrivals_model).revision == 7
+    data["revision"] = 6  # as saved before users owned their requests
     manifest.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="revision 5 .* this is revision 6; fit it again"):
+    with pytest.raises(ValueError, match="revision 6 .* this is revision 7; fit it again"):
         Synthesizer.load(tmp_path / "m")  # the fit cache (synth.cache.FitCache) catches this and fits again
     table = arrivals_model.sample(200, seed=0)
     # the fit cache keys a revised model anew, and keeps the keys of first-revision models
