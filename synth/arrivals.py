@@ -69,19 +69,18 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    was right to within its median ratio 0.17 and 0.23 against 0.61 and 0.54 (now 0.32 and 0.27;
    ``docs/benchmarks.md``). Jobs that overrun get ``walltime + overrun``, the overrun (seconds) from a kernel density
    of ``log1p(overrun)`` per outcome (the spike of jobs killed slightly after their walltime).
-6. **Identities.** Users are synthetic: the ``k``-th is ``user_base + k``, where ``user_base`` is a power of ten
-   (at least 10^6) above every training id, so a synthetic id never equals a real one. The training users are
-   ranked by their session counts (the activity profile; the ids are dropped), and **users own their requests**
-   (revision 7): a session's user is drawn given its request, from the ranks of the users who opened that request's
-   sessions in the data, with one pseudo-session of the activity profile beside them (:data:`OWNER_PRIOR`; a
-   request never seen gets a user of the profile). **Why.** Drawn from the profile alone, a request's jobs were
-   spread over all users: the main user's share of a request's jobs was 0.17 on SDSC-SP2 and 0.43 on Theta
-   (test splits 0.54 and 0.64; now 0.47 and 0.56), and a user's consecutive runtimes were correlated 0.32 and 0.16
-   (test splits 0.70 and 0.47; with items 4-5, now 0.57 and 0.31), a history weaker than real users give to the
-   agents that read it.
-   One uniform per session draws the user, as before.
-   Groups and queues are not modelled (``-1``, unknown). A log without user ids (anonymised: every id ``-1``) gives
-   samples without them too (``-1``); sessions are then the runs of equal requests.
+6. **Identities.** Users are synthetic: the ``k``-th is ``user_base + k``, where ``user_base`` is a power of ten (at
+   least 10^6) above every training id, so a synthetic id never equals a real one. The training users are ranked by
+   their session counts (the activity profile; the ids are dropped), and **users own their requests** (revision 7):
+   a session's user is drawn given its request, from the ranks of the users who opened that request's sessions in
+   the data, with one pseudo-session of the activity profile beside them (:data:`OWNER_PRIOR`; a request never seen
+   gets a user of the profile). **Why.** Drawn from the profile alone, a request's jobs were spread over all users:
+   the main user's share of a request's jobs was 0.17 on SDSC-SP2 and 0.43 on Theta (test splits 0.54 and 0.64; now
+   0.47 and 0.56), and a user's consecutive runtimes were correlated 0.32 and 0.16 (test splits 0.70 and 0.47; with
+   items 4-5, now 0.57 and 0.31), a history weaker than real users give to the agents that read it. One uniform per
+   session draws the user, as before. Groups and queues are not modelled (``-1``, unknown). A log without user ids
+   (anonymised: every id ``-1``) gives samples without them too (``-1``); sessions are then the runs of equal
+   requests.
 7. **Load.** The samples offer the training jobs' load between outages (node-seconds asked for over the submit span
    times the machine's nodes, each gap counting at most :data:`OUTAGE`) through a **governor** on the arrival clock, and
    the data's outage time per gap through **stratified outages** (below), so that their whole-trace load is the training
@@ -307,7 +306,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
     packages = ("numpy", "pandas", "scipy")
     revision = 7  # 2: runtime kernels shrink at the walltime; 3: the request mix is calibrated; 4: load governor;
     # 5: outages stratified; 6: a slow arrival component, and long samples hold their load exactly; 7: users own
-    # their requests
+    # their requests, sessions keep their outcome, returning users run as long as last time, no gap becomes an outage
 
     def __init__(self, max_nodes: int | None = None, load: float | None = None, machine_nodes: int | None = None,
                  jitter: float = 0.3, smoothing: float = 20.0, slow: float | None = None, **params: Any):
