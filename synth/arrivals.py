@@ -73,14 +73,13 @@ is drawn from a fitted distribution, runtimes from a smoothed density, and users
    least 10^6) above every training id, so a synthetic id never equals a real one. The training users are ranked by
    their session counts (the activity profile; the ids are dropped), and **users own their requests** (revision 7):
    a session's user is drawn given its request, from the ranks of the users who opened that request's sessions in
-   the data, with one pseudo-session of the activity profile beside them (:data:`OWNER_PRIOR`; a request never seen
-   gets a user of the profile). **Why.** Drawn from the profile alone, a request's jobs were spread over all users:
-   the main user's share of a request's jobs was 0.17 on SDSC-SP2 and 0.43 on Theta (test splits 0.54 and 0.64; now
-   0.47 and 0.56), and a user's consecutive runtimes were correlated 0.32 and 0.16 (test splits 0.70 and 0.47; with
-   items 4-5, now 0.57 and 0.31), a history weaker than real users give to the agents that read it. One uniform per
-   session draws the user, as before. Groups and queues are not modelled (``-1``, unknown). A log without user ids
-   (anonymised: every id ``-1``) gives samples without them too (``-1``); sessions are then the runs of equal
-   requests.
+   the data, with one pseudo-session of the activity profile beside them (:data:`OWNER_PRIOR`). **Why.** Drawn from
+   the profile alone, a request's jobs were spread over all users: the main user's share of a request's jobs was
+   0.17 on SDSC-SP2 and 0.43 on Theta (test splits 0.54 and 0.64; now 0.47 and 0.56), and a user's consecutive
+   runtimes were correlated 0.32 and 0.16 (test splits 0.70 and 0.47; with items 4-5, now 0.57 and 0.31), a history
+   weaker than real users give to the agents that read it. One uniform per session draws the user, as before. Groups
+   and queues are not modelled (``-1``, unknown). A log without user ids (anonymised: every id ``-1``) gives samples
+   without them too (``-1``); sessions are then the runs of equal requests.
 7. **Load.** The samples offer the training jobs' load between outages (node-seconds asked for over the submit span
    times the machine's nodes, each gap counting at most :data:`OUTAGE`) through a **governor** on the arrival clock, and
    the data's outage time per gap through **stratified outages** (below), so that their whole-trace load is the training
@@ -221,6 +220,19 @@ def _request_class(nodes: np.ndarray, wall: np.ndarray) -> np.ndarray:
 def _ratio(target: np.ndarray, got: np.ndarray) -> np.ndarray:
     """``target / got`` where something was drawn, else 1 (nothing to correct)."""
     return np.where(got > 0, target / np.maximum(got, 1e-12), 1.0)
+
+
+def _repeats(request: np.ndarray, user: np.ndarray) -> np.ndarray:
+    """For each job but the first, whether it repeats the previous job's user and request (continues its session)."""
+    return (request[1:] == request[:-1]) & (user[1:] == user[:-1])
+
+
+def _returns(starts: np.ndarray, user: np.ndarray, request: np.ndarray,
+             n_requests: int) -> tuple[np.ndarray, np.ndarray]:
+    """Session starts of known users that return to a request: ``(j, i)``, ``i`` the user's last start of it."""
+    starts = starts[user[starts] >= 0]
+    back = _previous_same(user[starts].astype(np.int64) * n_requests + request[starts])
+    return starts[back >= 0], starts[back[back >= 0]]
 
 
 def _previous_same(key: np.ndarray) -> np.ndarray:
@@ -426,7 +438,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         """P(same user and request as the previous job | gap bin), the users' activity profile, and who owns what."""
         user = table["user"].to_numpy()
         self.users_known = bool((user >= 0).any())  # anonymised logs have none: the samples' users are -1 too
-        same = (self.request[1:] == self.request[:-1]) & (user[1:] == user[:-1])
+        same = _repeats(self.request, user)
         b = _gap_bin(x[1:])
         self.p_same = np.array([same[b == k].mean() if (b == k).sum() >= MIN_POOL else same.mean()
                                 for k in range(len(GAP_BINS))])
@@ -463,7 +475,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         # a resubmitted job keeps the previous job's outcome with probability p_keep, else draws afresh: fitted so
         # that session pairs agree as often as the data's (two fresh draws of request r agree with sum_o P(o|r)^2)
         user = table["user"].to_numpy()
-        pair = (self.request[1:] == self.request[:-1]) & (user[1:] == user[:-1])
+        pair = _repeats(self.request, user)
         self.p_keep = 0.0
         if pair.sum() >= MIN_POOL:
             agree = float((self.outcome[1:] == self.outcome[:-1])[pair].mean())
@@ -486,17 +498,13 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self.overrun = _Kernel(o[over], np.log1p((run - wall)[over].astype(np.float64)), self.jitter)
         # a resubmitted job often runs about as long as the one before it: the share of such pairs, and their spread
         user = table["user"].to_numpy()
-        pair = (self.request[1:] == self.request[:-1]) & (user[1:] == user[:-1]) & (o[1:] == o[:-1]) & fin[1:]
-        d = (ratio[1:] - ratio[:-1])[pair]
+        repeat = _repeats(self.request, user)
+        d = (ratio[1:] - ratio[:-1])[repeat & (o[1:] == o[:-1]) & fin[1:]]
         close = np.abs(d) < CLOSE
         self.p_close = float(close.mean()) if d.size >= MIN_POOL else 0.0
         self.close_sd = float(max(np.std(d[close]) if close.sum() > 1 else 0.0, self.jitter))
         # a user who comes back to a request often runs about as long as when they last opened a session of it
-        starts = np.flatnonzero(np.concatenate([[True], ~((self.request[1:] == self.request[:-1])
-                                                          & (user[1:] == user[:-1]))]))
-        starts = starts[user[starts] >= 0]
-        back = _previous_same(user[starts].astype(np.int64) * len(self.menu_nodes) + self.request[starts])
-        j, i = starts[back >= 0], starts[back[back >= 0]]
+        j, i = _returns(np.flatnonzero(np.concatenate([[True], ~repeat])), user, self.request, len(self.menu_nodes))
         ok = (o[j] == o[i]) & fin[j] & fin[i]
         d = (ratio[j] - ratio[i])[ok]
         self.p_return = float((np.abs(d) < CLOSE).mean()) if d.size >= MIN_POOL else 0.0
@@ -732,10 +740,8 @@ class ArrivalAwareSynthesizer(Synthesizer):
         z = rng.standard_normal(len(request))  # the noise of the jobs that run about as long as an earlier one
         opens = first == np.arange(len(v))
         near = (coin < self.p_close) & (outcome == outcome[first]) & ~opens
-        starts = np.flatnonzero(opens & (user >= 0))
-        back = _previous_same(user[starts] * len(self.menu_nodes) + request[starts])
-        j, i = starts[back >= 0], starts[back[back >= 0]]
-        comes_back = (coin[j] < getattr(self, "p_return", 0.0)) & (outcome[j] == outcome[i]) & ~over[j] & ~over[i]
+        j, i = _returns(np.flatnonzero(opens), user, request, len(self.menu_nodes))
+        comes_back = (coin[j] < self.p_return) & (outcome[j] == outcome[i]) & ~over[j] & ~over[i]
         for a, b in zip(j[comes_back].tolist(), i[comes_back].tolist(), strict=True):  # in order: b's value is final
             v[a] = self._near(v[b], z[a])
         v = np.where(near, self._near(v[first], z), v)
@@ -785,18 +791,17 @@ class ArrivalAwareSynthesizer(Synthesizer):
     def _session_users(self, request: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Each session's user rank, given its request and one uniform draw ``u`` per session.
 
-        With probability ``k / (k + OWNER_PRIOR)`` (``k``: the request's sessions in the training data) one of the
-        users who opened them, else a user of the activity profile; one uniform per session does both (its low part
-        picks the owner, the rest is rescaled for the profile).
+        With probability ``k / (k + OWNER_PRIOR)`` (``k >= 1``: the request's sessions in the training data; a
+        request's first job opens one) one of the users who opened them, else a user of the activity profile; one
+        uniform per session does both (its low part picks the owner, the rest is rescaled for the profile).
         """
         lo, hi = self.owner_start[request], self.owner_start[request + 1]
-        k = (hi - lo).astype(np.float64)
+        k = hi - lo
         w = k / (k + OWNER_PRIOR)
-        own = u < w
-        pick = lo + np.minimum(np.floor(u / np.maximum(w, 1e-300) * k), np.maximum(k - 1, 0)).astype(np.int64)
-        rest = np.clip((u - w) / np.maximum(1.0 - w, 1e-300), 0.0, 1.0 - 1e-12)
+        owner = self.owner_ranks[np.minimum(lo + (u / w * k).astype(np.int64), hi - 1)]
+        rest = np.clip((u - w) / (1.0 - w), 0.0, 1.0 - 1e-12)
         profile = np.searchsorted(self.user_weights, rest * self.user_weights[-1], side="right")
-        return np.where(own, self.owner_ranks[np.minimum(pick, len(self.owner_ranks) - 1)], profile)
+        return np.where(u < w, owner, profile)
 
     def _session_outcomes(self, fresh: np.ndarray, session: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Each job keeps the previous job's outcome within its session with probability ``p_keep``.
@@ -804,7 +809,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         Else it keeps its own fresh draw; a kept outcome is a fresh draw of the same request's, so the marginal is
         unchanged.
         """
-        keep = rng.random(len(fresh)) < getattr(self, "p_keep", 0.0)
+        keep = rng.random(len(fresh)) < self.p_keep
         keep[0] = False
         keep[1:] &= session[1:] == session[:-1]
         source = np.maximum.accumulate(np.where(keep, 0, np.arange(len(fresh))))
@@ -813,10 +818,10 @@ class ArrivalAwareSynthesizer(Synthesizer):
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         request, session, (gaps, hours, dows, starts), draws, rows = self._requests(n, rng)
         rank = self._session_users(request[starts], rng.random(len(starts)))
-        user = (self.user_base + 1 + rank)[session] if self.users_known else np.full(n, -1, np.int64)
+        rank = rank[session] if self.users_known else np.full(n, -1, np.int64)  # each job's user rank, or -1
+        user = np.where(rank >= 0, self.user_base + 1 + rank, -1)
         outcome = self._session_outcomes(_draw_rows(self.outcome_cdf, request, rng), session, rng)
-        run = self._runtimes(request, outcome, starts[session], rank[session] if self.users_known
-                             else np.full(n, -1, np.int64), rng)
+        run = self._runtimes(request, outcome, starts[session], rank, rng)
         nodes, wall = self.menu_nodes[request], self.menu_wall[request]
         if getattr(self, "perfect", False):  # the data has no estimates (walltime = run): smoothed, and kept equal
             wall = np.maximum(np.round(wall * np.exp(self.jitter * rng.standard_normal(n))), 1).astype(np.int64)
