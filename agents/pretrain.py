@@ -107,6 +107,98 @@ def behaviour_clone(model: Any, env: Any, policy: PriorityPolicy, episodes: int 
     return accuracy(model, *demos)
 
 
+def runtime_demonstrations(env: Any, policy: PriorityPolicy, episodes: int,
+                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Observations over ``episodes`` episodes of ``env`` played by ``policy``, and each slot's job's own runtime.
+
+    The runtimes are ``(decisions, slots)`` seconds, 0 for an empty slot: what the environment knows and the
+    observation does not show.
+    """
+    base = env.unwrapped
+    obs_list, runs = [], []
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed + episode)
+        done = info.get("done", False)
+        while not done:
+            q = np.asarray(base.sim.queue[:base.slots])
+            run = np.zeros(base.slots)
+            run[:len(q)] = np.maximum(base.sim.hold[q], 1)
+            obs_list.append(obs)
+            runs.append(run)
+            obs, _, done, _, _ = env.step(heuristic_action(env, policy))
+    return np.stack(obs_list), np.stack(runs)
+
+
+def runtime_targets(scorer: Any, obs: torch.Tensor, runs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each slot's ``log(runtime / estimate)`` with the estimate as ``scorer``'s prior reads it, and the job mask."""
+    jobs = scorer.split(obs)[0]
+    prior = scorer.prior
+    estimate = torch.log(torch.expm1(jobs[..., prior.estimate].double() * prior.log_time).clamp(min=1.0))
+    present = torch.as_tensor(runs > 0)
+    target = torch.where(present, torch.log(torch.as_tensor(runs).clamp(min=1.0)) - estimate, 0.0)
+    return target.float(), present
+
+
+def fit_runtimes(model: Any, obs: np.ndarray, runs: np.ndarray, epochs: int = 40, batch_size: int = 256,
+                 lr: float = 1e-3, seed: int = 0) -> None:
+    """Fit a residual scorer's correction so that its scores are its prior's with a learned runtime estimate.
+
+    The prior scores a job ``-(a log r + ...) / ((a + b + c) T)`` with ``r`` the observation's estimate; a
+    correction of ``-a u / ((a + b + c) T)`` replaces ``log r`` by ``log r + u``. ``u`` is fitted to each visible
+    job's ``log(runtime / r)`` by least squares over every slot of every decision, so ``log r + u`` is the
+    conditional mean of the log runtime given what the agent sees (its user's accuracy and history, its request,
+    the machine). The learning rate decays on a cosine, as in :func:`fit_clone`.
+    """
+    scorer = model.policy.mlp_extractor.scorer
+    a, b, c, _ = scorer.prior.weights
+    scale = -a / ((a + b + c) * scorer.prior.temperature)
+    x = torch.as_tensor(obs, dtype=torch.float32)
+    target, present = runtime_targets(scorer, x, runs)
+    gen = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.policy.parameters(), lr=lr)
+    batches_per_epoch = -(-len(x) // batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(epochs * batches_per_epoch, 1))
+    model.policy.set_training_mode(True)
+    for _ in range(epochs):
+        for idx in length_batches(present.sum(1).numpy(), batch_size, gen):
+            u = scorer.correction(x[idx]) / scale
+            k = u.shape[1]
+            err = torch.where(present[idx, :k], u - target[idx, :k], 0.0)
+            loss = (err ** 2).sum() / present[idx].sum().clamp(min=1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    model.policy.set_training_mode(False)
+
+
+def runtime_error(model: Any, obs: np.ndarray, runs: np.ndarray, chunk: int = 1024) -> tuple[float, float]:
+    """Mean absolute error of the log runtime: the observation's estimate, and the estimate with the learned ``u``."""
+    scorer = model.policy.mlp_extractor.scorer
+    a, b, c, _ = scorer.prior.weights
+    scale = -a / ((a + b + c) * scorer.prior.temperature)
+    before = after = count = 0.0
+    with torch.no_grad():
+        for idx in np.array_split(np.arange(len(obs)), max(-(-len(obs) // chunk), 1)):
+            x = torch.as_tensor(obs[idx], dtype=torch.float32)
+            target, present = runtime_targets(scorer, x, runs[idx])
+            u = scorer.correction(x) / scale
+            k = u.shape[1]
+            before += float(target.abs()[present].sum())
+            after += float((target[:, :k] - u).abs()[present[:, :k]].sum())
+            count += int(present.sum())
+    return before / max(count, 1), after / max(count, 1)
+
+
+def teach_runtimes(model: Any, env: Any, policy: PriorityPolicy, episodes: int = 100, epochs: int = 40,
+                   batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> float:
+    """:func:`fit_runtimes` on ``policy``'s episodes of ``env``; return the share of the log-runtime error removed."""
+    demos = runtime_demonstrations(env, policy, episodes, seed)
+    fit_runtimes(model, *demos, epochs, batch_size, lr, seed)
+    before, after = runtime_error(model, *demos)
+    return 1 - after / before if before else float("nan")
+
+
 @dataclass
 class WarmStart:
     """What :func:`warm_start` did."""
@@ -114,7 +206,7 @@ class WarmStart:
     accuracy: float  #: share of the heuristic's choices the clone reproduces on its demonstrations
     accuracy_held_out: float  #: the same on held-out episodes (NaN: none were given)
     scores: dict[str, float]  #: the validation score of each network measured (``untrained``, ``cloned``)
-    chosen: str  #: the network the model holds now: ``cloned`` or ``untrained``
+    chosen: str  #: the network the model holds now: ``cloned``, ``untrained`` or (a taught residual) ``prior``
 
 
 def warm_start(model: Any, policy: PriorityPolicy, env: Any, episodes: int, epochs: int, seed: int = 0,
@@ -142,7 +234,8 @@ def warm_start(model: Any, policy: PriorityPolicy, env: Any, episodes: int, epoc
 
 def residual_start(model: Any, policy: PriorityPolicy, held_out: tuple[Any, int] | None = None,
                    validate: Callable[[Any], float] | None = None,
-                   on_start: Callable[[Any], None] | None = None) -> WarmStart:
+                   on_start: Callable[[Any], None] | None = None,
+                   teach: Callable[[], float] | None = None) -> WarmStart:
     """The warm start of a residual scorer (one with a prior): its correction set to 0, so that it plays its prior.
 
     ``model``'s scorer (:class:`agents.scorer.SlotScorer` with a prior) is untrained: its random correction moves
@@ -150,18 +243,30 @@ def residual_start(model: Any, policy: PriorityPolicy, held_out: tuple[Any, int]
     cloning, no cloning error. The arguments are :func:`warm_start`'s; the accuracies say how many of ``policy``'s
     choices the prior reproduces (on the held-out episodes: the observation's rounding and clipping can flip a
     near-tie), and the started network is reported as ``cloned`` like a clone.
+
+    ``teach``: fits the correction, from 0, to a teacher's choices (:func:`behaviour_clone` of a heuristic that
+    knows what the agent cannot, e.g. the jobs' own runtimes) and returns the accuracy; ``policy`` is then the
+    teacher, the taught network is ``cloned``, and the prior alone (``prior``) is a third candidate start.
     """
-    return _start_from(model, lambda: float("nan"), policy, held_out, validate, on_start, zero=True)
+    return _start_from(model, teach or (lambda: float("nan")), policy, held_out, validate, on_start, zero=True,
+                       prior_candidate=teach is not None)
 
 
 def _start_from(model: Any, fit: Callable[[], float], policy: PriorityPolicy, held_out: tuple[Any, int] | None,
                 validate: Callable[[Any], float] | None, on_start: Callable[[Any], None] | None,
-                zero: bool = False) -> WarmStart:
-    """Score the untrained network, make the start (``fit``; ``zero``: zero the scorer's output), keep the better."""
+                zero: bool = False, prior_candidate: bool = False) -> WarmStart:
+    """Score the untrained network, make the start (``fit``; ``zero``: zero the scorer's output), keep the better.
+
+    ``prior_candidate``: after zeroing, the prior alone is scored too (``prior``), before ``fit`` moves it.
+    """
     scores = {"untrained": validate(model)} if validate else {}
-    untrained = {k: v.clone() for k, v in model.policy.state_dict().items()}
+    states = {"untrained": {k: v.clone() for k, v in model.policy.state_dict().items()}}
     if zero:
         model.policy.mlp_extractor.scorer.zero_output()
+        if prior_candidate:
+            states["prior"] = {k: v.clone() for k, v in model.policy.state_dict().items()}
+            if validate:
+                scores["prior"] = validate(model)
     trained = fit()
     held = accuracy(model, *demonstrations(held_out[0], policy, held_out[1], seed=0)) if held_out else float("nan")
     if on_start is not None:
@@ -169,6 +274,6 @@ def _start_from(model: Any, fit: Callable[[], float], policy: PriorityPolicy, he
     if validate:
         scores["cloned"] = validate(model)
     chosen = min(scores, key=scores.get) if scores else "cloned"
-    if chosen == "untrained":
-        model.policy.load_state_dict(untrained)
-    return WarmStart(held if zero else trained, held, scores, chosen)
+    if chosen != "cloned":
+        model.policy.load_state_dict(states[chosen])
+    return WarmStart(held if zero and not prior_candidate else trained, held, scores, chosen)

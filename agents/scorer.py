@@ -166,6 +166,21 @@ class SlotScorer(nn.Module):
                 self.hold.weight.zero_()
                 self.hold.bias.fill_(HOLD_START)
 
+    def split(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(batch, (slots + 1) * features)`` -> job rows ``(batch, slots, features)`` and the machine row."""
+        return split_observation(flat, self.slots, self.features)
+
+    def correction(self, flat: torch.Tensor) -> torch.Tensor:
+        """The learned scores alone, without the prior: ``(batch, k)`` over the slots up to the last job's."""
+        prior, self.prior = self.prior, None
+        try:
+            scores = self.forward(flat)[0]
+        finally:
+            self.prior = prior
+        jobs = self.split(flat)[0]
+        held = torch.nonzero((jobs[..., PRESENT] > 0.5).any(0))
+        return scores[:, :int(held.max()) + 1 if len(held) else 1]
+
     def forward(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Return scores ``(batch, slots)``, embeddings ``(batch, slots, d)`` and the machine row.
 

@@ -11,7 +11,7 @@ in training, validation and evaluation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -95,28 +95,38 @@ def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
 
     ``tuned`` is the fit file of the run's ``--tuned`` when it names one, else the fit for its trace and backfilling.
     Before a ``--tuned workload`` run has fitted its own (its flags' checks), the trace's fit stands in: the same
-    family of priorities, so the same checks pass.
+    family of priorities, so the same checks pass. ``NAME@PREDICTOR`` is that heuristic on another predictor's
+    estimates (``tuned@exact``: ``tuned``'s weights on the jobs' own runtimes, a clairvoyant teacher).
     """
     from baselines import tuned
+    from hpcgym.sim import predict
 
+    name, _, predictor = name.partition("@")
     fit = settings.get("tuned", "")
     if fit and fit != TUNED_ON_WORKLOAD and name.lower() == tuned.TUNED:
-        return tuned.load(fit).policy()
-    return tuned.named(name, settings.get("trace", ""), settings.get("backfill", "none"))
+        pol = tuned.load(fit).policy()
+    else:
+        pol = tuned.named(name, settings.get("trace", ""), settings.get("backfill", "none"))
+    if not predictor:
+        return pol
+    return replace(pol, name=f"{pol.name}@{predict.get(predictor).name}", predictor=predictor)
 
 
 def predictor_of(settings: Mapping[str, Any]) -> str:
     """The runtime predictor a run's environment uses: ``--predictor``, else that of the heuristic it imitates.
 
-    That heuristic is ``--clone``'s, else ``--prior``'s, else the backfill scan order's; a heuristic on the
+    That heuristic is ``--prior``'s, else ``--clone``'s, else the backfill scan order's; a heuristic on the
     walltimes (and a run saved before predictors) gives ``walltime``. A clone or prior of a heuristic on
-    predictions must see the predictions it reads.
+    predictions must see the predictions it reads (with both, ``--clone`` is the teacher of the prior's correction).
+    A clairvoyant teacher (``--clone tuned@exact``) is passed over: an agent never sees the jobs' own runtimes.
     """
+    from hpcgym.sim import predict
+
     if settings.get("predictor"):
         return settings["predictor"]
     order = settings.get("order") if settings.get("backfill", "none") != "none" else ""
-    for name in (settings.get("clone"), settings.get("prior"), order):
-        if name:
+    for name in (settings.get("prior"), settings.get("clone"), order):
+        if name and not predict.get(heuristic(name, settings).predictor).clairvoyant:
             return heuristic(name, settings).predictor
     return "walltime"
 

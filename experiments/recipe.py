@@ -40,8 +40,8 @@ def check_recipe(args: Args) -> None:
         raise cli.UsageError("--action guarded chooses among EASY's backfill candidates: it needs --backfill easy")
     if args.action == "hold" and args.hold_limit < 1:
         raise cli.UsageError(f"--hold-limit must be at least 1 second, not {args.hold_limit}")
-    if args.prior and args.clone:
-        raise cli.UsageError("--prior replaces the cloned warm start: give --clone '' with it")
+    if args.teach and not (args.prior and not args.clone):
+        raise cli.UsageError("--teach fits a residual's correction: give --prior with it, and --clone ''")
     if args.kl_coef and args.ent_coef:
         raise cli.UsageError("--kl-coef takes the place of the entropy bonus: give --ent-coef 0 with it")
     if args.kl_coef < 0 or args.prior_temperature <= 0 or args.attention < 0:
@@ -68,6 +68,14 @@ def check_heuristics(args: Args) -> None:
                     tuned.weights_of(pol)
             except (ValueError, KeyError) as exc:
                 raise cli.UsageError(f"{arguments.flag_name(type(args), name)}: {cli.message(exc)}") from None
+    if args.clone:  # the heuristic's choices are read off the environment: its estimates must be there
+        from experiments.protocol import predictor_of
+        from hpcgym.sim import predict
+
+        teacher, seen = heuristic(args.clone, settings).predictor, predictor_of(settings)
+        if teacher not in ("walltime", seen) and not predict.get(teacher).clairvoyant:
+            raise cli.UsageError(f"--clone {args.clone} reads {teacher} estimates, the environment {seen}'s (from "
+                                 "--predictor or --prior): give a heuristic on those, the walltimes, or NAME@exact")
 
 
 def fitted_folder(spec: str) -> Path | None:
@@ -341,21 +349,37 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
                                   **env_kwargs(args, data)), args.val_windows)
     validate = validate if args.start == "best" else None
     pol = heuristic(args.clone or args.prior, dataclasses.asdict(args))
+    # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn),
+    # or a resumed run, which skips them, would not find the workload where the uninterrupted run had it
+    demo_env = SchedulingEnv(workload=copy.copy(workload), window=args.clone_window, split="all",
+                             **env_kwargs(args, data)) if args.clone or args.teach else None
     if args.prior:
-        done = pretrain.residual_start(model, pol, held_out, validate, on_start=lambda m: save_atomic(m, run.cloned))
-        what = f"residual on {args.prior}: the prior alone reproduces"
+        teach = None
+        if args.clone:  # a teacher: fit the correction to its choices
+            def teach() -> float:
+                return pretrain.behaviour_clone(model, demo_env, pol, args.clone_episodes, args.clone_epochs,
+                                                seed=args.seed)
+        elif args.teach:  # runtimes: fit the correction to the runtimes the prior's estimates miss
+            def teach() -> float:
+                return pretrain.teach_runtimes(model, demo_env, pol, args.clone_episodes, args.clone_epochs,
+                                               seed=args.seed)
+        done = pretrain.residual_start(model, pol, held_out, validate, on_start=lambda m: save_atomic(m, run.cloned),
+                                       teach=teach)
+        what = (f"residual on {args.prior}, taught by {args.clone}: reproduces" if args.clone else
+                f"residual on {args.prior}, taught the runtimes:" if args.teach else
+                f"residual on {args.prior}: the prior alone reproduces")
     else:
-        # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn),
-        # or a resumed run, which skips them, would not find the workload where the uninterrupted run had it
-        demo_env = SchedulingEnv(workload=copy.copy(workload), window=args.clone_window, split="all",
-                                 **env_kwargs(args, data))
         done = pretrain.warm_start(model, pol, demo_env, args.clone_episodes, args.clone_epochs, args.seed, held_out,
                                    validate, on_clone=lambda m: save_atomic(m, run.cloned))
         what = f"behaviour-cloned {args.clone}:"
     on_val = f" ({done.accuracy_held_out:.1%} on validation windows)" if held_out else ""
-    print(f"{what} {done.accuracy:.1%} of its choices{on_val}; RL starts from the {done.chosen} network (validation "
+    did = (f"the log-runtime error {done.accuracy:.1%} lower on its demonstrations" if args.teach else
+           f"{done.accuracy:.1%} of its choices{on_val}")
+    print(f"{what} {did}; RL starts from the {done.chosen} network (validation "
           f"bsld: {json.dumps({k: round(v, 3) for k, v in done.scores.items()})})", flush=True)
-    run.warm_start.write_text(json.dumps({"clone_accuracy": done.accuracy,
+    kept = {"runtime_error_removed": done.accuracy, "prior_choices_kept_validation": done.accuracy_held_out} \
+        if args.teach else {"clone_accuracy": done.accuracy}
+    run.warm_start.write_text(json.dumps({**kept,
                                           "clone_accuracy_validation": done.accuracy_held_out if held_out else None,
                                           "validation": done.scores, "chosen": done.chosen}, indent=2))
     return done.scores, done.chosen

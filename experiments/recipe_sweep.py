@@ -98,9 +98,12 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
     starts = traces.window_starts(len(data.validation), args.val_length, count, seed)
     env = dict(machine=data.machine, workload=data.validation, window=args.val_length, split="all",
                time_scale=run.time_scale(), **protocol.agent_env(settings))
-    start = run.cloned if json.loads(run.warm_start.read_text()).get("chosen") == "cloned" else run.untrained
+    chosen = json.loads(run.warm_start.read_text()).get("chosen")
+    start = {"cloned": run.cloned, "untrained": run.untrained}.get(chosen)  # a taught residual's prior: no file
     out = {}
     for name, path in (("start", start), ("kept", run.model), ("last", run.last)):
+        if path is None:
+            continue
         model, _ = run.load_network(path)
         out[f"check_{name}"] = float(np.mean([i["metrics"]["bsld_mean"] for i in play_windows(model, starts, **env)]))
     windows = [traces.window(data.validation, args.val_length, start=s) for s in starts]

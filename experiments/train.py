@@ -127,8 +127,13 @@ class Args(TraceArgs):
     kl_coef: float = flag(0.0, "PPO: penalty on the KL divergence from the network RL starts from, in place of the "
                                "entropy bonus (0: none)")
     clone: str = flag("saf", "warm start (PPO and DQN): behaviour-clone this heuristic first (tuned: the trace's "
-                             "fit); empty: none")
-    clone_episodes: int = flag(100, "episodes of demonstrations for --clone")
+                             "fit; NAME@exact: that heuristic told the jobs' own runtimes, a teacher no scheduler "
+                             "can be); with --prior, the teacher whose choices the correction is fitted to (docs/"
+                             "results.md, a teacher that knows the runtimes); empty: none")
+    teach: str = flag("", "with --prior: before RL, fit the correction to what the agent cannot see: runtimes (each "
+                          "waiting job's log runtime over its estimate, so the scorer is the prior on a runtime "
+                          "estimate learned from the training jobs; docs/results.md); empty: none")
+    clone_episodes: int = flag(100, "episodes of demonstrations for --clone (and --teach)")
     clone_window: int = flag(1024, "jobs per demonstration episode (as long as the validation and test windows: long "
                                    "queues are where a clone of short windows errs)")
     clone_epochs: int = flag(40, "passes over the demonstrations for --clone")
@@ -160,7 +165,8 @@ class Args(TraceArgs):
 
 CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "backfill": ("none", "easy"),
            "reward": ("objective", "log"), "start": ("best", "clone"), "features": ("v0", "v1"),
-           "predictor": ("", "walltime", "last2", "median5"), "action": ("pick", "guarded", "hold")}
+           "predictor": ("", "walltime", "last2", "median5"), "action": ("pick", "guarded", "hold"),
+           "teach": ("", "runtimes")}
 
 
 def parser() -> cli.ArgumentParser:

@@ -465,12 +465,16 @@ def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
     order, so the heuristic's choices give the heuristic's own EASY schedule; a heuristic never holds.
 
     A heuristic on the walltimes reads the walltimes; one on predictions reads the environment's estimates, so its
-    predictor must be the environment's.
+    predictor must be the environment's. A clairvoyant heuristic (the ``exact`` predictor) reads the jobs' own
+    runtimes whatever the environment's predictor: a *teacher* that knows what the agent cannot
+    (``experiments.train --clone tuned@exact``).
     """
     base = env.unwrapped
     sim = base.sim
     if policy.predictor == "walltime":
         estimate = sim.limit
+    elif predict.get(policy.predictor).clairvoyant:
+        estimate = sim.hold
     elif predict.get(policy.predictor) == sim.predictor:
         estimate = sim.wall
     else:

@@ -11,9 +11,11 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
+from agents import pretrain
 from agents.policies import ScorerPolicy, kl_from
-from agents.scorer import HOLD_START, PriorScore, SlotScorer
+from agents.scorer import ESTIMATE, HOLD_START, PRESENT, PriorScore, SlotScorer
 from baselines import tuned
+from experiments.protocol import heuristic, predictor_of
 from hpcgym import traces
 from hpcgym.env import WAIT_SCALE, SchedulingEnv, heuristic_action
 from hpcgym.sim import start_times
@@ -92,6 +94,73 @@ def test_a_residual_at_zero_plays_its_heuristic():
         obs, _, done, _, info = env.step(int(action))
     jobs = env.jobs
     np.testing.assert_array_equal(info["records"]["start"], start_times(jobs, 128, pol, "easy"))
+
+
+def test_a_clairvoyant_teacher_ranks_by_the_jobs_own_runtimes():
+    env, pol = tuned_env(slots=128)
+    a, b, c, d = tuned.weights_of(pol)
+    teacher = heuristic("tuned@exact", {"trace": "sdsc-sp2", "backfill": "easy"})
+    assert teacher.predictor == "exact" and teacher.name == "tuned@exact"
+    settings = {"trace": "sdsc-sp2", "backfill": "easy", "prior": "tuned", "clone": "tuned@exact"}
+    assert predictor_of(settings) == pol.predictor  # the environment's estimates are the prior's
+    env.reset(options={"window_start": 1500})
+    differs = 0
+    for _ in range(80):
+        sim = env.sim
+        q = np.asarray(sim.queue[:128])
+        ok = env.action_masks()[:len(q)]
+        by_hand = (a * np.log(sim.hold[q].clip(1)) + b * np.log(sim.job_nodes[q]) + c * np.log(sim.limit[q])
+                   - d * (sim.now - sim.submit[q]) / 3600)  # the job's own runtime where tuned reads last2's
+        by_hand[~ok] = np.inf
+        slot = heuristic_action(env, teacher)
+        assert by_hand[slot] <= by_hand.min() + 1e-9
+        differs += slot != heuristic_action(env, pol)
+        _, _, done, _, _ = env.step(slot)
+        if done:
+            break
+    assert differs > 5  # the runtimes change the choices: the teacher knows what tuned does not
+
+
+def test_taught_runtimes_put_a_learned_estimate_in_the_place_of_the_priors():
+    env, pol = tuned_env(256, slots=32)
+    model = MaskablePPO(ScorerPolicy, env, policy_kwargs={"prior": prior_of(env, pol, 0.03)}, seed=0, n_steps=64)
+    scorer = model.policy.mlp_extractor.scorer
+    scorer.zero_output()
+    obs, _ = pretrain.runtime_demonstrations(env, pol, 3, seed=0)
+    jobs = obs.reshape(len(obs), 33, -1)[:, :32]
+    present = jobs[..., PRESENT] > 0.5
+    estimate = np.expm1(jobs[..., ESTIMATE] * np.log1p(env.time_scale)).clip(1)  # hpcgym.env's log scaling
+    runs = np.where(present, 30 * np.sqrt(estimate), 0)  # long estimates run shorter than they say, short longer
+    before = pretrain.runtime_error(model, obs, runs)
+    pretrain.fit_runtimes(model, obs, runs, epochs=200, lr=0.01, seed=0)
+    a, b, c, _ = tuned.weights_of(pol)
+    expected = -a * np.log(runs.clip(1) / estimate) / ((a + b + c) * 0.03)  # log r -> log r + log(run / r)
+    with torch.no_grad():
+        got = scorer.correction(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+    err = np.abs(got - expected[:, :got.shape[1]])[present[:, :got.shape[1]]]
+    assert np.median(err) < 0.05 * np.abs(expected).max(), (np.median(err), np.abs(expected).max())
+    after = pretrain.runtime_error(model, obs, runs)
+    assert before[0] == pytest.approx(np.abs(np.log(runs / estimate))[present].mean(), rel=1e-5)
+    assert after[1] < 0.1 * before[0]
+
+
+def test_a_taught_residual_starts_from_the_best_of_three_on_validation():
+    env, pol = tuned_env(256, slots=32)
+    model = MaskablePPO(ScorerPolicy, env, policy_kwargs={"prior": prior_of(env, pol, 0.03)}, seed=0, n_steps=64)
+    scorer = model.policy.mlp_extractor.scorer
+    obs = torch.as_tensor(pretrain.runtime_demonstrations(env, pol, 1, seed=0)[0], dtype=torch.float32)
+
+    def teach():
+        with torch.no_grad():
+            scorer.head.bias.fill_(3.0)  # a stand-in for a fit: any change of the correction
+        return 0.5
+
+    scores = iter([2.0, 1.0, 3.0])  # untrained, prior, taught: the prior wins
+    done = pretrain.residual_start(model, pol, None, validate=lambda m: next(scores), teach=teach)
+    assert done.scores == {"untrained": 2.0, "prior": 1.0, "cloned": 3.0} and done.chosen == "prior"
+    assert done.accuracy == 0.5
+    with torch.no_grad():
+        assert not scorer.correction(obs).any()  # the model holds the prior alone
 
 
 def test_the_hold_logit_is_the_best_jobs_plus_an_offset_that_ignores_the_order():

@@ -52,6 +52,25 @@ def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
         args_of(tmp_path, "--tuned", str(bad))
 
 
+def test_a_teacher_must_read_what_the_environment_shows_or_be_clairvoyant(tmp_path):
+    args = args_of(tmp_path, "--clone", "tuned@exact")  # tuned's weights on the jobs' own runtimes
+    assert heuristic(args.clone, vars(args)).predictor == "exact" and args.prior == "tuned"
+    other = "sjf-last2" if heuristic("tuned", vars(args)).predictor != "last2" else "sjf@median5"
+    with pytest.raises(cli.UsageError, match=f"--clone {other} reads .* estimates, the environment"):
+        args_of(tmp_path, "--clone", other)
+    with pytest.raises(cli.UsageError, match="--clone: .*predictor"):
+        args_of(tmp_path, "--clone", "tuned@oracle")
+
+
+def test_teach_needs_a_prior_and_no_clone(tmp_path):
+    assert args_of(tmp_path, "--teach", "runtimes").teach == "runtimes"
+    for extra in (["--prior", ""], ["--clone", "saf"]):
+        with pytest.raises(cli.UsageError, match="--teach fits a residual's correction"):
+            args_of(tmp_path, "--teach", "runtimes", *extra)
+    with pytest.raises(cli.UsageError, match="--teach must be one of"):
+        args_of(tmp_path, "--teach", "choices")
+
+
 @pytest.fixture()
 def small_budget(monkeypatch):
     monkeypatch.setattr(recipe, "TUNE_BUDGET", {"windows": 2, "length": 256, "evaluations": 6})
