@@ -110,6 +110,19 @@ def test_seed_table_refuses_runs_on_other_windows(tmp_path):
     assert bad.returncode == 2 and "same windows" in bad.stderr
 
 
+@pytest.mark.parametrize("teacher", [["--clone", "tuned@exact"], ["--clone", "", "--teach", "runtimes"]])
+def test_a_taught_residual_trains_from_the_cli(tmp_path, teacher):
+    out = run(train_cmd(tmp_path, "--workload", "real", "--features", "v1", "--order", "tuned", "--baseline", "tuned",
+                        "--prior", "tuned", *teacher, "--timesteps", "256", "--clone-epochs", "2")).stdout
+    run_dir = tmp_path / "lublin-256-real-ppo-s0"
+    start = json.loads((run_dir / "warm_start.json").read_text())
+    assert set(start["validation"]) == {"untrained", "prior", "cloned"}
+    assert start["chosen"] == min(start["validation"], key=start["validation"].get)
+    assert ("taught by tuned@exact" if teacher[1] else "taught the runtimes") in out
+    table = pd.read_csv(run_dir / "eval" / "summary.csv")
+    assert {"agent", "cloned", "untrained"} <= set(table["kind"])
+
+
 def test_dqn_train_smoke(tmp_path):
     run(train_cmd(tmp_path, "--workload", "real", "--algo", "dqn", "--timesteps", "1200", "--eval-windows", "0",
                   "--checkpoint-every", "256"))
