@@ -139,6 +139,12 @@ def runtime_targets(scorer: Any, obs: torch.Tensor, runs: np.ndarray) -> tuple[t
     return target.float(), present
 
 
+def runtime_scale(scorer: Any) -> float:
+    """The logits a residual's prior gives one unit of ``log r``: ``-a / ((a + b + c) T)``."""
+    a, b, c, _ = scorer.prior.weights
+    return -a / ((a + b + c) * scorer.prior.temperature)
+
+
 def fit_runtimes(model: Any, obs: np.ndarray, runs: np.ndarray, epochs: int = 40, batch_size: int = 256,
                  lr: float = 1e-3, seed: int = 0) -> None:
     """Fit a residual scorer's correction so that its scores are its prior's with a learned runtime estimate.
@@ -150,8 +156,7 @@ def fit_runtimes(model: Any, obs: np.ndarray, runs: np.ndarray, epochs: int = 40
     the machine). The learning rate decays on a cosine, as in :func:`fit_clone`.
     """
     scorer = model.policy.mlp_extractor.scorer
-    a, b, c, _ = scorer.prior.weights
-    scale = -a / ((a + b + c) * scorer.prior.temperature)
+    scale = runtime_scale(scorer)
     x = torch.as_tensor(obs, dtype=torch.float32)
     target, present = runtime_targets(scorer, x, runs)
     gen = torch.Generator().manual_seed(seed)
@@ -175,8 +180,7 @@ def fit_runtimes(model: Any, obs: np.ndarray, runs: np.ndarray, epochs: int = 40
 def runtime_error(model: Any, obs: np.ndarray, runs: np.ndarray, chunk: int = 1024) -> tuple[float, float]:
     """Mean absolute error of the log runtime: the observation's estimate, and the estimate with the learned ``u``."""
     scorer = model.policy.mlp_extractor.scorer
-    a, b, c, _ = scorer.prior.weights
-    scale = -a / ((a + b + c) * scorer.prior.temperature)
+    scale = runtime_scale(scorer)
     before = after = count = 0.0
     with torch.no_grad():
         for idx in np.array_split(np.arange(len(obs)), max(-(-len(obs) // chunk), 1)):
@@ -203,7 +207,7 @@ def teach_runtimes(model: Any, env: Any, policy: PriorityPolicy, episodes: int =
 class WarmStart:
     """What :func:`warm_start` did."""
 
-    accuracy: float  #: share of the heuristic's choices the clone reproduces on its demonstrations
+    accuracy: float  #: share of the heuristic's choices the clone reproduces on its demonstrations (taught: the fit's)
     accuracy_held_out: float  #: the same on held-out episodes (NaN: none were given)
     scores: dict[str, float]  #: the validation score of each network measured (``untrained``, ``cloned``)
     chosen: str  #: the network the model holds now: ``cloned``, ``untrained`` or (a taught residual) ``prior``
@@ -244,9 +248,10 @@ def residual_start(model: Any, policy: PriorityPolicy, held_out: tuple[Any, int]
     choices the prior reproduces (on the held-out episodes: the observation's rounding and clipping can flip a
     near-tie), and the started network is reported as ``cloned`` like a clone.
 
-    ``teach``: fits the correction, from 0, to a teacher's choices (:func:`behaviour_clone` of a heuristic that
-    knows what the agent cannot, e.g. the jobs' own runtimes) and returns the accuracy; ``policy`` is then the
-    teacher, the taught network is ``cloned``, and the prior alone (``prior``) is a third candidate start.
+    ``teach``: fits the correction, from 0, and returns its measure of the fit: :func:`behaviour_clone` to a
+    teacher's choices (``policy`` is then the teacher, e.g. one told the jobs' own runtimes) or
+    :func:`teach_runtimes`. The taught network is ``cloned``, and the prior alone (``prior``) is a third candidate
+    start.
     """
     return _start_from(model, teach or (lambda: float("nan")), policy, held_out, validate, on_start, zero=True,
                        prior_candidate=teach is not None)
