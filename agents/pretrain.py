@@ -55,30 +55,43 @@ def choice_log_probs(model: Any, obs: torch.Tensor, masks: np.ndarray) -> torch.
     return model.policy.get_distribution(obs, action_masks=masks).distribution.logits  # normalized: log-probs
 
 
+def minimize(model: Any, loss: Callable[[torch.Tensor], torch.Tensor], queue: np.ndarray, epochs: int,
+             batch_size: int, lr: float, seed: int) -> None:
+    """Adam on ``loss`` of minibatches (row indices) of similar ``queue`` length, ``epochs`` passes over the rows.
+
+    The learning rate decays to 0 on a cosine over the epochs: the last epochs settle close calls between jobs
+    whose scores differ little, which a constant rate keeps flipping.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.policy.parameters(), lr=lr)
+    batches_per_epoch = -(-len(queue) // batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(epochs * batches_per_epoch, 1))
+    model.policy.set_training_mode(True)
+    for _ in range(epochs):
+        for idx in length_batches(queue, batch_size, gen):
+            value = loss(idx)
+            optimizer.zero_grad()
+            value.backward()
+            optimizer.step()
+            schedule.step()
+    model.policy.set_training_mode(False)
+
+
 def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, epochs: int = 100,
               batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> None:
     """Train a MaskablePPO or masked-DQN model to prefer ``actions`` (masked cross-entropy).
 
     For DQN the Q-values play the logits, so the greedy policy becomes the heuristic; the target network gets the
-    same weights. The learning rate decays to 0 on a cosine over the epochs: the last epochs settle close calls
-    between jobs whose scores differ little, which a constant rate keeps flipping.
+    same weights. The fit is :func:`minimize`'s.
     """
     x = torch.as_tensor(obs, dtype=torch.float32)
     y = torch.as_tensor(actions)
-    gen = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.policy.parameters(), lr=lr)
-    batches_per_epoch = -(-len(y) // batch_size)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(epochs * batches_per_epoch, 1))
-    model.policy.set_training_mode(True)
-    for _ in range(epochs):
-        for idx in length_batches(masks.sum(1), batch_size, gen):
-            log_probs = choice_log_probs(model, x[idx], masks[idx.numpy()])
-            loss = -log_probs.gather(1, y[idx].unsqueeze(1)).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-    model.policy.set_training_mode(False)
+
+    def loss(idx: torch.Tensor) -> torch.Tensor:
+        log_probs = choice_log_probs(model, x[idx], masks[idx.numpy()])
+        return -log_probs.gather(1, y[idx].unsqueeze(1)).mean()
+
+    minimize(model, loss, masks.sum(1), epochs, batch_size, lr, seed)
     if hasattr(model, "q_net_target"):
         model.q_net_target.load_state_dict(model.q_net.state_dict())
 
@@ -153,28 +166,20 @@ def fit_runtimes(model: Any, obs: np.ndarray, runs: np.ndarray, epochs: int = 40
     correction of ``-a u / ((a + b + c) T)`` replaces ``log r`` by ``log r + u``. ``u`` is fitted to each visible
     job's ``log(runtime / r)`` by least squares over every slot of every decision, so ``log r + u`` is the
     conditional mean of the log runtime given what the agent sees (its user's accuracy and history, its request,
-    the machine). The learning rate decays on a cosine, as in :func:`fit_clone`.
+    the machine). The fit is :func:`minimize`'s.
     """
     scorer = model.policy.mlp_extractor.scorer
     scale = runtime_scale(scorer)
     x = torch.as_tensor(obs, dtype=torch.float32)
     target, present = runtime_targets(scorer, x, runs)
-    gen = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.policy.parameters(), lr=lr)
-    batches_per_epoch = -(-len(x) // batch_size)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(epochs * batches_per_epoch, 1))
-    model.policy.set_training_mode(True)
-    for _ in range(epochs):
-        for idx in length_batches(present.sum(1).numpy(), batch_size, gen):
-            u = scorer.correction(x[idx]) / scale
-            k = u.shape[1]
-            err = torch.where(present[idx, :k], u - target[idx, :k], 0.0)
-            loss = (err ** 2).sum() / present[idx].sum().clamp(min=1)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-    model.policy.set_training_mode(False)
+
+    def loss(idx: torch.Tensor) -> torch.Tensor:
+        u = scorer.correction(x[idx]) / scale
+        k = u.shape[1]
+        err = torch.where(present[idx, :k], u - target[idx, :k], 0.0)
+        return (err ** 2).sum() / present[idx].sum().clamp(min=1)
+
+    minimize(model, loss, present.sum(1).numpy(), epochs, batch_size, lr, seed)
 
 
 def runtime_error(model: Any, obs: np.ndarray, runs: np.ndarray, chunk: int = 1024) -> tuple[float, float]:
