@@ -4,6 +4,11 @@ Sparse end-of-episode rewards make PPO start slowly from a random scorer. Clonin
 agent's masked policy is trained to put its probability on the heuristic's slot, by cross-entropy) starts the
 search from that heuristic's schedule instead; PPO then has to find improvements on it. :func:`warm_start` keeps
 the clone only where it scores better than the untrained network.
+
+A residual scorer (one with a prior) starts at its prior (:func:`residual_start`), or from a correction fitted
+first to what the agent cannot see: a *teacher*'s choices (a heuristic told the jobs' own runtimes) or the runtimes
+themselves (:func:`teach_runtimes`: a learned runtime estimate in the prior's place). ``docs/results.md`` measures
+both against a control, a fit to the prior's own choices.
 """
 
 from __future__ import annotations
