@@ -55,16 +55,23 @@ def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
 def test_a_teacher_must_read_what_the_environment_shows_or_be_clairvoyant(tmp_path):
     args = args_of(tmp_path, "--clone", "tuned@exact")  # tuned's weights on the jobs' own runtimes
     assert heuristic(args.clone, vars(args)).predictor == "exact" and args.prior == "tuned"
-    other = "sjf-last2" if heuristic("tuned", vars(args)).predictor != "last2" else "sjf@median5"
-    with pytest.raises(cli.UsageError, match=f"--clone {other} reads .* estimates, the environment"):
-        args_of(tmp_path, "--clone", other)
+    with pytest.raises(cli.UsageError, match="--clone sjf@median5 reads median5 estimates, the environment last2's"):
+        args_of(tmp_path, "--prior", "", "--predictor", "last2", "--clone", "sjf@median5")
     with pytest.raises(cli.UsageError, match="--clone: .*predictor"):
         args_of(tmp_path, "--clone", "tuned@oracle")
 
 
+def test_a_prior_with_the_default_clone_is_refused_not_taught_by_it(tmp_path):
+    for clone in ("saf", "sjf-last2"):  # the default, and another non-clairvoyant heuristic
+        with pytest.raises(cli.UsageError, match="--prior replaces the cloned warm start: give --clone ''"):
+            args_of(tmp_path, "--clone", clone)
+    assert args_of(tmp_path, "--clone", "tuned").clone == "tuned"  # the control: the prior as its own teacher
+    assert args_of(tmp_path, "--clone", "saf@exact").clone == "saf@exact"
+
+
 def test_teach_needs_a_prior_and_no_clone(tmp_path):
     assert args_of(tmp_path, "--teach", "runtimes").teach == "runtimes"
-    for extra in (["--prior", ""], ["--clone", "saf"]):
+    for extra in (["--prior", ""], ["--clone", "tuned"]):
         with pytest.raises(cli.UsageError, match="--teach fits a residual's correction"):
             args_of(tmp_path, "--teach", "runtimes", *extra)
     with pytest.raises(cli.UsageError, match="--teach must be one of"):
