@@ -128,8 +128,8 @@ class Args(TraceArgs):
                                "entropy bonus (0: none)")
     clone: str = flag("saf", "warm start (PPO and DQN): behaviour-clone this heuristic first (tuned: the trace's "
                              "fit; NAME@exact: that heuristic told the jobs' own runtimes, a teacher no scheduler "
-                             "can be); with --prior, the teacher whose choices the correction is fitted to: NAME@exact, "
-                             "or the prior itself as a control (docs/results.md); empty: none")
+                             "can be); with --prior, the teacher whose choices the correction is fitted to: "
+                             "NAME@exact, or the prior itself as a control (docs/results.md); empty: none")
     teach: str = flag("", "with --prior: before RL, fit the correction to what the agent cannot see: runtimes (each "
                           "waiting job's log runtime over its estimate, so the scorer is the prior on a runtime "
                           "estimate learned from the training jobs; docs/results.md); empty: none")
