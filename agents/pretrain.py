@@ -13,15 +13,30 @@ both against a control, a fit to the prior's own choices.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from agents.scorer import split_observation
 from hpcgym.env import heuristic_action
 from hpcgym.sim.policy import PriorityPolicy
+
+
+def played(env: Any, policy: PriorityPolicy, episodes: int, seed: int = 0) -> Iterator[tuple[np.ndarray, int]]:
+    """Each decision of ``episodes`` episodes of ``env`` played by ``policy``: its observation and the action.
+
+    The environment is at that decision while the caller holds it (the step follows).
+    """
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed + episode)
+        done = info.get("done", False)
+        while not done:
+            action = heuristic_action(env, policy)
+            yield obs, action
+            obs, _, done, _, _ = env.step(action)
 
 
 def demonstrations(env: Any, policy: PriorityPolicy, episodes: int,
@@ -29,15 +44,10 @@ def demonstrations(env: Any, policy: PriorityPolicy, episodes: int,
     """Observations, masks and the heuristic's actions over ``episodes`` episodes of ``env``."""
     base = env.unwrapped
     obs_list, masks, actions = [], [], []
-    for episode in range(episodes):
-        obs, info = env.reset(seed=seed + episode)
-        done = info.get("done", False)
-        while not done:
-            action = heuristic_action(env, policy)
-            obs_list.append(obs)
-            masks.append(base.action_masks())
-            actions.append(action)
-            obs, _, done, _, _ = env.step(action)
+    for obs, action in played(env, policy, episodes, seed):
+        obs_list.append(obs)
+        masks.append(base.action_masks())
+        actions.append(action)
     return np.stack(obs_list), np.stack(masks), np.asarray(actions)
 
 
@@ -134,22 +144,18 @@ def runtime_demonstrations(env: Any, policy: PriorityPolicy, episodes: int,
     """
     base = env.unwrapped
     obs_list, runs = [], []
-    for episode in range(episodes):
-        obs, info = env.reset(seed=seed + episode)
-        done = info.get("done", False)
-        while not done:
-            q = np.asarray(base.sim.queue[:base.slots])
-            run = np.zeros(base.slots)
-            run[:len(q)] = np.maximum(base.sim.hold[q], 1)
-            obs_list.append(obs)
-            runs.append(run)
-            obs, _, done, _, _ = env.step(heuristic_action(env, policy))
+    for obs, _ in played(env, policy, episodes, seed):
+        q = np.asarray(base.sim.queue[:base.slots])
+        run = np.zeros(base.slots)
+        run[:len(q)] = np.maximum(base.sim.hold[q], 1)
+        obs_list.append(obs)
+        runs.append(run)
     return np.stack(obs_list), np.stack(runs)
 
 
 def runtime_targets(scorer: Any, obs: torch.Tensor, runs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     """Each slot's ``log(runtime / estimate)`` with the estimate as ``scorer``'s prior reads it, and the job mask."""
-    jobs = scorer.split(obs)[0]
+    jobs = split_observation(obs, scorer.slots, scorer.features)[0]
     prior = scorer.prior
     estimate = torch.log(torch.expm1(jobs[..., prior.estimate].double() * prior.log_time).clamp(min=1.0))
     present = torch.as_tensor(runs > 0)

@@ -166,28 +166,13 @@ class SlotScorer(nn.Module):
                 self.hold.weight.zero_()
                 self.hold.bias.fill_(HOLD_START)
 
-    def split(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(batch, (slots + 1) * features)`` -> job rows ``(batch, slots, features)`` and the machine row."""
-        return split_observation(flat, self.slots, self.features)
-
     def correction(self, flat: torch.Tensor) -> torch.Tensor:
-        """The learned scores alone, without the prior: ``(batch, k)`` over the slots up to the last job's."""
-        prior, self.prior = self.prior, None
-        try:
-            scores = self.forward(flat)[0]
-        finally:
-            self.prior = prior
-        jobs = self.split(flat)[0]
-        held = torch.nonzero((jobs[..., PRESENT] > 0.5).any(0))
-        return scores[:, :int(held.max()) + 1 if len(held) else 1]
+        """The learned scores alone, without the prior: ``(batch, k)`` over the slots up to the last job's (0: none)."""
+        scores, _, jobs, _ = self._learned(flat)
+        return torch.where(jobs[..., PRESENT] > 0.5, scores, 0.0)
 
-    def forward(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Return scores ``(batch, slots)``, embeddings ``(batch, slots, d)`` and the machine row.
-
-        Padding slots (no job) score 0: the action mask ignores them anyway. Only the slots up to the last one
-        that holds a job somewhere in the batch go through the MLP (queues are usually much shorter than the slot
-        count); the embeddings of the slots after it are 0, which the critic's pooling ignores.
-        """
+    def _learned(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Learned scores and embeddings of the slots up to the last one holding a job; those job rows; the machine."""
         jobs, machine = split_observation(flat, self.slots, self.features)
         present = jobs[..., PRESENT] > 0.5
         held = torch.nonzero(present.any(0))
@@ -199,13 +184,24 @@ class SlotScorer(nn.Module):
         emb = torch.relu(self.embed(pair))
         if self.attention is not None:
             emb = self.attention(emb, present[:, :k])
-        scores = self.head(emb).squeeze(-1)
+        return self.head(emb).squeeze(-1), emb, jobs[:, :k], machine
+
+    def forward(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return scores ``(batch, slots)``, embeddings ``(batch, slots, d)`` and the machine row.
+
+        Padding slots (no job) score 0: the action mask ignores them anyway. Only the slots up to the last one
+        that holds a job somewhere in the batch go through the MLP (queues are usually much shorter than the slot
+        count); the embeddings of the slots after it are 0, which the critic's pooling ignores.
+        """
+        scores, emb, jobs, machine = self._learned(flat)
+        k = jobs.shape[1]
+        present = jobs[..., PRESENT] > 0.5
         if self.prior is not None:
-            scores = scores + self.prior(jobs[:, :k])
-        scores = torch.where(present[:, :k], scores, 0.0)
+            scores = scores + self.prior(jobs)
+        scores = torch.where(present, scores, 0.0)
         if self.hold is not None:
-            best = torch.where(present[:, :k], scores, -torch.inf).amax(-1, keepdim=True).detach()
-            pooled = pool(emb, present[:, :k].unsqueeze(-1).to(emb.dtype))
+            best = torch.where(present, scores, -torch.inf).amax(-1, keepdim=True).detach()
+            pooled = pool(emb, present.unsqueeze(-1).to(emb.dtype))
             offset = self.hold(torch.cat([pooled, machine], dim=-1))
             hold = torch.where(torch.isfinite(best), best, 0.0) + offset
         if k < self.slots:

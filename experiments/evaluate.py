@@ -143,6 +143,16 @@ def format_summary(table: pd.DataFrame, description: str = "") -> str:
     return f"{description}\n{body}" if description else body
 
 
+def evaluation_split(trace: str, read: dict[str, Any] | None = None, windows: int = 20, length: int = 1024,
+                       seed: int = 0) -> tuple[pd.DataFrame, machines.Machine, pd.DataFrame, Sequence[int]]:
+    """The trace (read quietly), its machine, its test split and the evaluation's window starts in that split."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        real = traces.read(trace, **(read or {}))
+    test = traces.split(real, "test")
+    return real, machines.get(real.attrs["machine"]), test, traces.window_starts(len(test), length, windows, seed)
+
+
 def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, length: int = 1024,
                      seed: int = 0, progress: bool = True, read: dict[str, Any] | None = None,
                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -154,12 +164,7 @@ def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, leng
     Returns:
         ``(per_window, per_job)`` tables.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        real = traces.read(trace, **(read or {}))
-    machine = machines.get(real.attrs["machine"])
-    test = traces.split(real, "test")
-    starts = traces.window_starts(len(test), length, windows, seed)
+    real, machine, test, starts = evaluation_split(trace, read, windows, length, seed)
     notes: dict[str, str] = {}
     recs = run_heuristics(test, machine, starts, length, notes=notes)
     for label, agent in tqdm({k: runs.as_agent(a) for k, a in agents.items()}.items(), desc="agents",

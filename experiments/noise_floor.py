@@ -22,7 +22,6 @@ runs marked).
 from __future__ import annotations
 
 import argparse
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,14 +42,11 @@ def near_copies(weights: Sequence[float], sd: float, draws: int, seed: int) -> n
 
 def evaluation_windows(trace: str, read: dict, windows: int = WINDOWS, length: int = LENGTH) -> tuple[list, object]:
     """The evaluation's test windows of ``trace`` and its machine."""
-    from hpcgym import machines, traces
+    from experiments.evaluate import evaluation_split
+    from hpcgym import traces
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        real = traces.read(trace, **read)
-    test = traces.split(real, "test")
-    starts = traces.window_starts(len(test), length, windows, WINDOW_SEED)
-    return [traces.window(test, length, start=s) for s in starts], machines.get(real.attrs["machine"])
+    _, machine, test, starts = evaluation_split(trace, read, windows, length, WINDOW_SEED)
+    return [traces.window(test, length, start=s) for s in starts], machine
 
 
 def scores(windows: list, machine: object, policies: list, backfill: str) -> np.ndarray:

@@ -126,8 +126,9 @@ def predictor_of(settings: Mapping[str, Any]) -> str:
         return settings["predictor"]
     order = settings.get("order") if settings.get("backfill", "none") != "none" else ""
     for name in (settings.get("prior"), settings.get("clone"), order):
-        if name and not predict.get(heuristic(name, settings).predictor).clairvoyant:
-            return heuristic(name, settings).predictor
+        predictor = heuristic(name, settings).predictor if name else ""
+        if predictor and not predict.get(predictor).clairvoyant:
+            return predictor
     return "walltime"
 
 

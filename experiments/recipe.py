@@ -40,9 +40,6 @@ def check_recipe(args: Args) -> None:
         raise cli.UsageError("--action guarded chooses among EASY's backfill candidates: it needs --backfill easy")
     if args.action == "hold" and args.hold_limit < 1:
         raise cli.UsageError(f"--hold-limit must be at least 1 second, not {args.hold_limit}")
-    if args.prior and args.clone and not _teacher(args.clone, args.prior):
-        raise cli.UsageError(f"--prior replaces the cloned warm start: give --clone '' with it (or, to fit the "
-                             f"correction to a teacher, --clone NAME@exact, or --clone {args.prior} as the control)")
     if args.teach and not (args.prior and not args.clone):
         raise cli.UsageError("--teach fits a residual's correction: give --prior with it, and --clone ''")
     if args.kl_coef and args.ent_coef:
@@ -50,19 +47,6 @@ def check_recipe(args: Args) -> None:
     if args.kl_coef < 0 or args.prior_temperature <= 0 or args.attention < 0:
         raise cli.UsageError("--kl-coef and --attention must be >= 0, --prior-temperature > 0")
     check_heuristics(args)
-
-
-def _teacher(clone: str, prior: str) -> bool:
-    """Whether ``--clone`` can teach a residual on ``prior``: a clairvoyant heuristic, or the prior itself."""
-    from hpcgym.sim import predict
-
-    name, _, predictor = clone.lower().partition("@")
-    if not predictor:
-        return name == prior.lower()
-    try:
-        return predict.get(predictor).clairvoyant
-    except KeyError:
-        return True  # an unknown predictor: check_heuristics names it
 
 
 def check_heuristics(args: Args) -> None:
@@ -89,7 +73,12 @@ def check_heuristics(args: Args) -> None:
         from hpcgym.sim import predict
 
         teacher, seen = heuristic(args.clone, settings).predictor, predictor_of(settings)
-        if teacher not in ("walltime", seen) and not predict.get(teacher).clairvoyant:
+        clairvoyant = predict.get(teacher).clairvoyant
+        if args.prior and not (clairvoyant or args.clone.lower() == args.prior.lower()):
+            raise cli.UsageError(f"--prior replaces the cloned warm start: give --clone '' with it (or, to fit the "
+                                 f"correction to a teacher, --clone NAME@exact, or --clone {args.prior} as the "
+                                 "control)")
+        if teacher not in ("walltime", seen) and not clairvoyant:
             raise cli.UsageError(f"--clone {args.clone} reads {teacher} estimates, the environment {seen}'s (from "
                                  "--predictor or --prior): give a heuristic on those, the walltimes, or NAME@exact")
 
