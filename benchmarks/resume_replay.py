@@ -34,7 +34,7 @@ def main() -> None:
     from experiments.protocol import load_data
 
     args = train.Args(trace=opts.trace, workload=opts.workload, runs_dir=opts.runs_dir)
-    data = load_data(args, args.val_fraction)
+    data = load_data(args, args.val_fraction, args.val_periods)
     workload = train.training_workload(args, data)
     env = train.make_env(args, data, workload)  # recorded and seeded, as a run's (no monitor file)
     rng = np.random.default_rng(0)

@@ -1,7 +1,9 @@
 """The parts of a real trace a training run uses: what it learns from, what it is selected on (docs/protocol.md).
 
 The trace is split chronologically, 70% train and 30% test (:func:`hpcgym.traces.split`). The last
-``val_fraction`` of the train split is the *validation* part, and training sees only the rest (:class:`Data`).
+``val_fraction`` of the train split is the *validation* part, and training sees only the rest (:class:`Data`). With
+``periods`` > 1 the validation part comes from several periods: the train split is cut into ``periods`` equal
+stretches, and the last ``val_fraction`` of each is held out (validation windows never straddle two of them).
 Fixed validation windows (:func:`validation_starts`, seed 0: the same for every run) pick the checkpoint kept and
 the warm start; :func:`validation_references` puts heuristics on the same windows. The test split is left to the
 evaluation (:mod:`experiments.evaluate`). :func:`agent_env` gives the environment a run's networks play in, the same
@@ -11,9 +13,10 @@ in training, validation and evaluation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from experiments.arguments import TraceArgs
@@ -29,30 +32,67 @@ class Data:
 
     machine: Any
     fit: pd.DataFrame  #: the train split minus the validation part: all the agent (or synthesizer) sees
-    validation: pd.DataFrame  #: the last ``val_fraction`` of the train split
+    validation: pd.DataFrame  #: the last ``val_fraction`` of the train split (of each period's stretch of it)
     test_jobs: int = 0  #: the test split's length (the evaluation's windows come from it)
+    #: the validation part's periods, as ``[lo, hi)`` rows of ``validation`` (one unless ``periods`` > 1)
+    val_periods: list[tuple[int, int]] = field(default_factory=list)
 
 
-def load_data(args: TraceArgs, val_fraction: float) -> Data:
-    """Read the trace and carve the train split into the training part and the last ``val_fraction`` of it."""
+def load_data(args: TraceArgs, val_fraction: float, periods: int = 1) -> Data:
+    """Read the trace and carve the train split into the training part and the validation part.
+
+    The train split is cut into ``periods`` equal stretches of jobs; the last ``val_fraction`` of each is
+    validation, the rest training (one stretch: the last ``val_fraction`` of the train split, as always). The
+    training part of several periods is one table with the held-out stretches missing: the time they took is a
+    quiet spell in it, as an outage is in the data.
+    """
     from hpcgym import machines, traces
 
     real = traces.read(args.trace, **args.read_kwargs())
     train = traces.split(real, "train")
-    fit, validation = (traces.split(train, part, 1.0 - val_fraction) for part in ("train", "test"))
-    return Data(machines.get(real.attrs["machine"]), fit, validation, len(real) - len(train))
+    edges = np.round(np.linspace(0, len(train), periods + 1)).astype(int)
+    fits, vals = [], []
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        stretch = train.iloc[lo:hi].reset_index(drop=True)
+        stretch.attrs = train.attrs
+        fits.append(traces.split(stretch, "train", 1.0 - val_fraction))
+        vals.append(traces.split(stretch, "test", 1.0 - val_fraction))
+    fit, validation = (parts[0] if len(parts) == 1 else _joined(parts) for parts in (fits, vals))
+    ends = np.cumsum([0] + [len(v) for v in vals])
+    return Data(machines.get(real.attrs["machine"]), fit, validation, len(real) - len(train),
+                [(int(a), int(b)) for a, b in zip(ends[:-1], ends[1:], strict=True)])
 
 
-def validation_starts(data: Data, length: int, count: int) -> list[int]:
-    """``count`` fixed windows of ``length`` jobs (seed 0: the same for every run) in the validation part."""
+def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs = parts[0].attrs
+    return out
+
+
+def validation_starts(data: Data, length: int, count: int, seed: int = 0) -> list[int]:
+    """``count`` fixed windows of ``length`` jobs (seed 0: the same for every run) in the validation part.
+
+    With several periods the windows are shared out among them in turn (the first periods take one more when
+    ``count`` does not divide evenly), each inside its period.
+    """
     from hpcgym import traces
 
     if count <= 0:
         return []
-    if len(data.validation) < length:
-        raise cli.UsageError(f"the validation part has {len(data.validation)} jobs, fewer than --val-window "
-                             f"{length}: lower it or raise --val-fraction")
-    return traces.window_starts(len(data.validation), length, count, seed=0)
+    periods = data.val_periods or [(0, len(data.validation))]
+    shortest = min(hi - lo for lo, hi in periods)
+    if shortest < length:
+        where = ("the validation part has" if len(periods) == 1
+                 else f"the shortest of {len(periods)} validation periods has")
+        raise cli.UsageError(f"{where} {shortest} jobs, fewer than --val-window {length}: lower it or raise "
+                             "--val-fraction" + ("" if len(periods) == 1 else " or lower --val-periods"))
+    if len(periods) == 1:
+        return traces.window_starts(len(data.validation), length, count, seed=seed)
+    starts = []
+    for i, (lo, hi) in enumerate(periods):
+        share = count // len(periods) + (i < count % len(periods))
+        starts += [lo + s for s in traces.window_starts(hi - lo, length, share, seed=seed + i)] if share else []
+    return starts
 
 
 def validation_references(data: Data, length: int, starts: list[int], backfill: str) -> dict[str, float]:

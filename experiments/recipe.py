@@ -350,6 +350,8 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
         return {}, "untrained"
     held_out = None
     if args.val_windows > 0:  # the heuristic's choices on validation windows: how well the start reproduces them
+        # (random windows of the validation table: with --val-periods one may span a held-out stretch's end and the
+        # next one's start, a quiet spell between; it measures agreement with the heuristic, it selects nothing)
         held_out = (SchedulingEnv(workload=data.validation, window=args.val_length, split="all",
                                   **env_kwargs(args, data)), args.val_windows)
     validate = validate if args.start == "best" else None

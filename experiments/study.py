@@ -318,7 +318,7 @@ def do_fit(task: FitTask) -> dict[str, Any]:
     where = Path(task.where)
     with _log_to(where.parent / f"{where.name}.log"):
         _set_threads(task.threads)
-        data = load_data(task.data_args, task.data_args.val_fraction)
+        data = load_data(task.data_args, task.data_args.val_fraction, task.data_args.val_periods)
         model = synth.get(task.model, max_nodes=data.machine.nodes, **task.params)
         model.fit(fit_table(data, task.rows), seed=task.seed)
         FitCache(where.parent).save(model, where)  # atomic; another study's save of the same fit is kept
@@ -389,7 +389,7 @@ def do_fidelity(task: FidelityTask) -> dict[str, Any]:
     started = time.perf_counter()
     with _log_to(Path(task.log)):
         _set_threads(task.threads)
-        data = load_data(task.data_args, task.data_args.val_fraction)
+        data = load_data(task.data_args, task.data_args.val_fraction, task.data_args.val_periods)
         test = traces.split(traces.read(task.data_args.trace, **task.data_args.read_kwargs()), "test")
         if task.jobs and task.jobs < len(test):
             test = head(test, task.jobs)
@@ -430,7 +430,7 @@ class Study:
         self.timing: dict[str, dict[str, Any]] = {}
         self.failures: list[str] = []
         shared = train_base(args)
-        self.data = load_data(train_args(args, "real", args.seeds[0], shared), shared.val_fraction)
+        self.data = load_data(train_args(args, "real", args.seeds[0], shared), shared.val_fraction, shared.val_periods)
         if args.quick:
             args, shared = quick_fit(args, shared, self.data, self.say)
             self.args = args

@@ -140,6 +140,8 @@ class Args(TraceArgs):
     start: str = flag("best", "best: RL starts from whichever of the untrained and the cloned network scores better "
                               "on validation | clone")
     val_fraction: float = flag(0.2, "last part of the train split kept for validation")
+    val_periods: int = flag(1, "validation from this many periods: the train split cut into as many equal stretches, "
+                               "the last --val-fraction of each held out, the validation windows shared among them")
     val_windows: int = flag(16, "validation windows (0: keep the last model)")
     val_length: int = flag(1024, "jobs per validation window", flag="--val-window", aliases=("--val-length",))
     val_every: int = flag(20_000, "timesteps between validations")
@@ -189,7 +191,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
 #: the least value of each whole-number flag
 AT_LEAST = {"sample_pool": 0, "timesteps": 0, "window": 2, "slots": 1, "envs": 1, "n_steps": 1, "n_epochs": 1,
             "batch_size": 1, "clone_episodes": 1, "clone_window": 2, "clone_epochs": 1, "val_windows": 0,
-            "val_length": 2, "val_every": 1, "jobs": 1, "eval_windows": 0, "eval_length": 2,
+            "val_periods": 1, "val_length": 2, "val_every": 1, "jobs": 1, "eval_windows": 0, "eval_length": 2,
             "checkpoint_every": 1, "threads": 1}
 TB_NAME = "run"  # SB3's tb_log_name: the TensorBoard curves are in <run>/tb/run_1
 
@@ -234,7 +236,8 @@ def _flag(name: str) -> str:
 
 def check_inputs(args: Args, data: Data) -> None:
     """Refuse windows longer than the parts of the trace they come from (before the run folder is made)."""
-    parts = [("--val-window", args.val_length if args.val_windows else 0, "validation part", len(data.validation)),
+    shortest = min((hi - lo for lo, hi in data.val_periods), default=len(data.validation))
+    parts = [("--val-window", args.val_length if args.val_windows else 0, "validation part", shortest),
              ("--eval-window", args.eval_length if args.eval_windows else 0, "test split", data.test_jobs)]
     if args.workload != "synthetic":  # real windows of the training part
         parts += [("--window", args.window, "training part", len(data.fit)),
@@ -242,7 +245,9 @@ def check_inputs(args: Args, data: Data) -> None:
     for flag_name, length, part, jobs in parts:
         if length > jobs:
             raise cli.UsageError(f"{flag_name} {length} is longer than the trace's {part} ({jobs} jobs): lower it"
-                                 + (" or raise --val-fraction" if part == "validation part" else ""))
+                                 + (" or raise --val-fraction" if part == "validation part" else "")
+                                 + (" or lower --val-periods" if part == "validation part" and args.val_periods > 1
+                                    else ""))
 
 
 def resolve_time_scale(args: Args, env: Any, run: runs.RunFolder) -> float:
@@ -271,7 +276,7 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     torch.set_num_threads(args.threads)
     folder = runs.RunFolder(Path(args.runs_dir) / args.name)
     folder.check_usable(args.resume, args.overwrite)
-    data = load_data(args, args.val_fraction)
+    data = load_data(args, args.val_fraction, args.val_periods)
     check_inputs(args, data)
     starts = validation_starts(data, args.val_length, args.val_windows)
     workload = training_workload(args, data, synthesizer)

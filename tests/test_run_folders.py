@@ -205,6 +205,9 @@ FAILED_TRAINING = {  # argv (given the temporary folder), what the line says
                                   "--window 9000 is longer than the trace's training part"),
     "validation windows too long": (lambda tmp: ["--trace", "lublin-256", "--val-window", "9000"],
                                     "raise --val-fraction"),
+    "validation periods too short": (lambda tmp: ["--trace", "lublin-256", "--val-periods", "40"],
+                                     "or lower --val-periods"),
+    "no validation period": (lambda tmp: ["--val-periods", "0"], "--val-periods must be at least 1"),
 }
 
 
