@@ -13,6 +13,11 @@ untrained network, their own cloned start, and the strongest reference (the heur
 clairvoyant rows, which read the true runtimes, are not references). Heuristics do not depend on the seed: their
 rows repeat one value, as a reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes
 the table in one go (:func:`run`).
+
+**Validation against test** (:func:`agreement`, ``agreement.csv`` and the summary's last lines): per seed, the
+validation score of the network RL started from and of the network kept (``learning_curve.csv``), beside their
+test scores, so the table says how often "better on validation" was also better on test, and how well the kept
+networks' validation scores rank the seeds' test scores (Spearman).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from experiments.runs import REFERENCE, RunFolder
 from hpcgym import cli, metrics
 
 NETWORKS = ("agent", "cloned", "untrained")
+AGREEMENT = "agreement.csv"  #: per seed: the start's and the kept network's validation and test scores
 
 
 def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
@@ -97,6 +103,52 @@ def table(per_seed: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("median").reset_index(drop=True)
 
 
+def agreement(run_dirs: Sequence[Path], per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Per seed: the start RL took and the network kept, their validation and test scores (mean bsld).
+
+    Columns ``seed, start, val_start, val_kept, test_start, test_kept``. The start is the first row of the run's
+    learning curve not marked "not kept" (``untrained``, ``cloned`` or a taught residual's ``prior``); the kept
+    network is the best validation score of the curve (what ``model.zip`` holds, the ``agent`` row of the test).
+    A start with no test row of its own (``prior``) has the agent's test score when it was kept, else none. Runs
+    without a learning curve (no validation windows) are left out.
+    """
+    rows = []
+    for run in map(RunFolder, run_dirs):
+        if not run.curve.exists():
+            continue
+        curve = pd.read_csv(run.curve)
+        kept = curve[~curve["network"].str.contains("not kept")]
+        if kept.empty:
+            continue
+        seed = run.settings()["seed"]
+        start = str(kept["network"].iat[0])
+        mine = per_seed[per_seed["seed"] == seed].set_index("scheduler")["bsld"]
+        val_start, val_kept = float(kept["val_bsld"].iat[0]), float(kept["val_bsld"].min())
+        test_kept = float(mine.get("agent", np.nan))
+        # a start kept to the end is the agent itself, whether or not it has a test row of its own
+        test_start = float(mine.get(start, test_kept if val_kept >= val_start else np.nan))
+        rows.append({"seed": seed, "start": start, "val_start": val_start, "val_kept": val_kept,
+                     "test_start": test_start, "test_kept": test_kept})
+    return pd.DataFrame(rows, columns=["seed", "start", "val_start", "val_kept", "test_start", "test_kept"])
+
+
+def describe_agreement(agree: pd.DataFrame) -> str:
+    """Two lines: how often RL's kept network beat its start on validation and on test; the rank agreement."""
+    from scipy.stats import spearmanr
+
+    if agree.empty:
+        return "Validation against test: no learning curves (no validation windows)."
+    moved = agree[agree["val_kept"] < agree["val_start"]]
+    scored = moved.dropna(subset=["test_start"])
+    better = int((scored["test_kept"] < scored["test_start"]).sum())
+    both = agree.dropna(subset=["test_kept"])
+    rho = spearmanr(both["val_kept"], both["test_kept"])[0] if len(both) >= 3 else np.nan
+    return (f"Validation against test: the network kept beat RL's start on validation on {len(moved)} of "
+            f"{len(agree)} seeds, and on test on {better} of the {len(scored)} of them whose start has a test "
+            f"score; Spearman correlation of the kept networks' validation and test scores over {len(both)} "
+            f"seeds: {rho:.2f} (agreement.csv).")
+
+
 def describe(per_seed: pd.DataFrame, run_dirs: Sequence[Path], confidence: float = 0.95) -> str:
     """The line that says what the table measured."""
     args = RunFolder(run_dirs[0]).settings()
@@ -108,13 +160,14 @@ def describe(per_seed: pd.DataFrame, run_dirs: Sequence[Path], confidence: float
 
 
 def format_table(tab: pd.DataFrame) -> str:
-    """The table as text, under its description."""
+    """The table as text, under its description; below it, validation against test when it was measured."""
     body = tab.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
-    return f"{tab.attrs.get('description', '')}\n{body}"
+    below = f"\n\n{tab.attrs['agreement']}" if tab.attrs.get("agreement") else ""
+    return f"{tab.attrs.get('description', '')}\n{body}{below}"
 
 
 def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
-    """Write ``per_seed.csv``, ``summary.csv``, ``summary.md`` and ``learning_curves.png`` to ``out``."""
+    """Write ``per_seed.csv``, ``summary.csv``, ``summary.md``, ``agreement.csv`` and ``learning_curves.png``."""
     from agents.curves import plot_learning_curves
     from hpcgym.io import write_table
 
@@ -123,6 +176,9 @@ def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
     tab.attrs["description"] = describe(per_seed, run_dirs)
     write_table(per_seed, out / runs.PER_SEED)
     write_table(tab, out / runs.SUMMARY)
+    agree = agreement(run_dirs, per_seed)
+    tab.attrs["agreement"] = describe_agreement(agree)
+    write_table(agree, out / AGREEMENT)
     (out / runs.SUMMARY_MD).write_text(format_table(tab) + "\n")
     curves = {folder.name: folder.curve for folder in map(RunFolder, run_dirs)}
     plot_learning_curves(curves, out / runs.CURVES_PNG, title=f"{out.name}: validation bsld per seed")
