@@ -14,7 +14,7 @@ clairvoyant rows, which read the true runtimes, are not references). Heuristics 
 rows repeat one value, as a reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes
 the table in one go (:func:`run`).
 
-**Validation against test** (:func:`agreement`, ``agreement.csv`` and the summary's last lines): per seed, the
+**Validation against test** (:func:`agreement`, ``agreement.csv`` and the line under the table): per seed, the
 validation score of the network RL started from and of the network kept (``learning_curve.csv``), beside their
 test scores, so the table says how often "better on validation" was also better on test, and how well the kept
 networks' validation scores rank the seeds' test scores (Spearman).
@@ -133,7 +133,7 @@ def agreement(run_dirs: Sequence[Path], per_seed: pd.DataFrame) -> pd.DataFrame:
 
 
 def describe_agreement(agree: pd.DataFrame) -> str:
-    """Two lines: how often RL's kept network beat its start on validation and on test; the rank agreement."""
+    """One line: how often RL's kept network beat its start on validation and on test; the rank agreement."""
     from scipy.stats import spearmanr
 
     if agree.empty:
