@@ -15,7 +15,8 @@ nothing about learning.
 
 Writes ``draws.csv`` (one row per near-copy: its weights and mean bsld), ``summary.md`` (``tuned``, the draws'
 median, quartiles and range, the share of draws better than ``tuned``; with ``--runs``, each run's agent and cloned
-network and where they fall among the draws) and ``noise_floor.png`` (the draws' histogram with ``tuned`` and the
+network and where they fall among the draws, and the runs' median of each, which the agents issue's goal compares)
+and ``noise_floor.png`` (the draws' histogram with ``tuned`` and the
 runs marked).
 """
 
@@ -71,13 +72,21 @@ def run_scores(run_dirs: Sequence[Path]) -> pd.DataFrame:
 
 
 def summarize(reference: float, draws: np.ndarray, runs: pd.DataFrame) -> pd.DataFrame:
-    """One row for ``tuned``, one for the near-copies, one per run's network: bsld and its share of draws beaten."""
+    """One row for ``tuned``, one for the near-copies, one per run's network, and the runs' median per network.
+
+    Each with its bsld and the share of near-copies that score better than it (``draws_better``).
+    """
     q25, q50, q75 = np.percentile(draws, (25, 50, 75))
     rows = [{"row": "tuned", "bsld": reference, "draws_better": float(np.mean(draws < reference))},
             {"row": f"near-copies (median of {len(draws)})", "bsld": q50, "iqr_low": q25, "iqr_high": q75,
              "best": draws.min(), "worst": draws.max()}]
     rows += [{"row": f"{r.run} ({r.kind})", "bsld": r.bsld, "draws_better": float(np.mean(draws < r.bsld))}
              for r in runs.itertuples()]
+    for kind, g in runs.groupby("kind", sort=False):  # the agents issue's goal compares the seeds' median
+        if len(g) > 1:
+            median = float(g["bsld"].median())
+            rows.append({"row": f"median of {len(g)} runs ({kind})", "bsld": median,
+                         "draws_better": float(np.mean(draws < median))})
     return pd.DataFrame(rows)
 
 

@@ -51,3 +51,13 @@ def test_a_trace_without_a_fit_is_one_error_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "experiments.noise_floor", "--trace", str(swf), "--machine", "64"],
                          capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 2 and "no tuned fit for mine.swf" in out.stderr and "baselines.tune" in out.stderr
+
+
+def test_the_runs_median_is_placed_among_the_draws():
+    runs = pd.DataFrame({"run": ["a", "b", "c", "a"], "kind": ["agent", "agent", "agent", "cloned"],
+                         "bsld": [7.0, 9.5, 10.5, 10.0]})
+    table = noise_floor.summarize(10.0, np.array([8.0, 9.0, 11.0, 12.0]), runs).set_index("row")
+    assert table.loc["median of 3 runs (agent)", "bsld"] == 9.5
+    assert table.loc["median of 3 runs (agent)", "draws_better"] == 0.5  # 8 and 9 of the four draws
+    assert table.loc["a (agent)", "draws_better"] == 0.0 and table.loc["tuned", "draws_better"] == 0.5
+    assert not any(row.startswith("median of 1") for row in table.index)  # one cloned run: no median row
