@@ -37,6 +37,11 @@ class Data:
     #: the validation part's periods, as ``[lo, hi)`` rows of ``validation`` (one unless ``periods`` > 1)
     val_periods: list[tuple[int, int]] = field(default_factory=list)
 
+    @property
+    def shortest_validation(self) -> int:
+        """Jobs in the shortest validation period (the whole validation part when there is one period)."""
+        return min((hi - lo for lo, hi in self.val_periods), default=len(self.validation))
+
 
 def load_data(args: TraceArgs, val_fraction: float, periods: int = 1) -> Data:
     """Read the trace and carve the train split into the training part and the validation part.
@@ -80,7 +85,7 @@ def validation_starts(data: Data, length: int, count: int, seed: int = 0) -> lis
     if count <= 0:
         return []
     periods = data.val_periods or [(0, len(data.validation))]
-    shortest = min(hi - lo for lo, hi in periods)
+    shortest = data.shortest_validation
     if shortest < length:
         where = ("the validation part has" if len(periods) == 1
                  else f"the shortest of {len(periods)} validation periods has")

@@ -227,7 +227,7 @@ def quick_fit(args: Args, base: train.Args, data: Data, say: Any) -> tuple[Args,
 
     Only ``--quick`` adapts; a full study refuses windows longer than their part (``experiments.train.check_inputs``).
     """
-    caps = {"val_length": len(data.validation), "window": len(data.fit), "clone_window": len(data.fit)}
+    caps = {"val_length": data.shortest_validation, "window": len(data.fit), "clone_window": len(data.fit)}
     changes = {k: cap for k, cap in caps.items() if getattr(base, k) > cap}
     for key, cap in changes.items():
         say("quick", f"{arguments.flag_name(train.Args, key)} {getattr(base, key)} -> {cap}: the trace's part has "

@@ -236,8 +236,8 @@ def _flag(name: str) -> str:
 
 def check_inputs(args: Args, data: Data) -> None:
     """Refuse windows longer than the parts of the trace they come from (before the run folder is made)."""
-    shortest = min((hi - lo for lo, hi in data.val_periods), default=len(data.validation))
-    parts = [("--val-window", args.val_length if args.val_windows else 0, "validation part", shortest),
+    parts = [("--val-window", args.val_length if args.val_windows else 0, "validation part",
+              data.shortest_validation),
              ("--eval-window", args.eval_length if args.eval_windows else 0, "test split", data.test_jobs)]
     if args.workload != "synthetic":  # real windows of the training part
         parts += [("--window", args.window, "training part", len(data.fit)),

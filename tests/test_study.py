@@ -324,3 +324,10 @@ def test_quick_fits_its_windows_to_a_small_trace_and_a_full_study_refuses_early(
         study.Study(study.parse_args(["--trace", "mustang-2012-02", "--seeds", "0", "--sources", "real",
                                       "--out", str(tmp_path / "full")]))
     assert not (tmp_path / "full" / "runs").exists()  # nothing trained, nothing fitted
+
+
+def test_quick_fits_its_validation_window_to_the_shortest_period(tmp_path):
+    quick = study.Study(study.parse_args(["--trace", "mustang-2012-02", "--quick", "--seeds", "0", "--sources", "real",
+                                          "--out", str(tmp_path / "q"), "--", "--val-periods", "2"]))
+    lengths = [hi - lo for lo, hi in quick.data.val_periods]
+    assert len(lengths) == 2 and quick.base.val_length == min(lengths) < len(quick.data.validation)
