@@ -143,7 +143,7 @@ def test_cli_reference_lists_every_flag_of_every_tool() -> None:
     tools = {"hpcgym.traces", "baselines.run", "baselines.tune", "synth.fit", "synth.sample", "synth.report",
              "experiments.train", "experiments.evaluate", "experiments.compare", "experiments.seeds",
              "experiments.sweep", "experiments.recipe_sweep", "experiments.study", "experiments.plots",
-             "experiments.noise_floor"}
+             "experiments.noise_floor", "synth.ablation"}
     assert tools <= documented, f"docs/cli.md has no help block for {sorted(tools - documented)}"
     diffs = gen_cli.differences(text)
     assert not diffs, "docs/cli.md is out of date; run `python docs/gen_cli.py`:\n" + "\n".join(diffs)

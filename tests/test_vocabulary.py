@@ -16,6 +16,7 @@ from hpcgym import cli
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = ("hpcgym.traces.__main__", "baselines.run", "baselines.tune", "synth.fit", "synth.sample", "synth.report",
+         "synth.ablation",
          "experiments.train", "experiments.evaluate", "experiments.compare", "experiments.seeds", "experiments.sweep",
          "experiments.recipe_sweep", "experiments.study", "experiments.plots")
 
