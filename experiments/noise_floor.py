@@ -16,8 +16,7 @@ nothing about learning.
 Writes ``draws.csv`` (one row per near-copy: its weights and mean bsld), ``summary.md`` (``tuned``, the draws'
 median, quartiles and range, the share of draws better than ``tuned``; with ``--runs``, each run's agent and cloned
 network and where they fall among the draws, and the runs' median of each, which the agents issue's goal compares)
-and ``noise_floor.png`` (the draws' histogram with ``tuned`` and the
-runs marked).
+and ``noise_floor.png`` (the draws' histogram with ``tuned`` and the runs marked).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import cli
-from synth.arrivals import GAP_BINS, _gap_bin, _period
+from synth.arrivals import arrival_context
 from synth.distances import ks_statistic
 from synth.features import to_training
 from synth.replay import replay
@@ -54,8 +54,8 @@ def permute_within(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def context(jobs: pd.DataFrame) -> np.ndarray:
     """Each job's arrival context in :mod:`synth.arrivals`: the gap before it (its bin) x its period of the day."""
     table = to_training(jobs)
-    x = np.log1p(table["interarrival"].to_numpy(np.float64))
-    return _period(table["hour"].to_numpy(), table["dow"].to_numpy()) * len(GAP_BINS) + _gap_bin(x)
+    return arrival_context(table["hour"].to_numpy(), table["dow"].to_numpy(),
+                           np.log1p(table["interarrival"].to_numpy(np.float64)))
 
 
 def moved_jobs(jobs: pd.DataFrame, perm: np.ndarray, columns: Sequence[str] | None = None) -> pd.DataFrame:

@@ -200,6 +200,11 @@ def _period(hour: np.ndarray, dow: np.ndarray) -> np.ndarray:
     return hour // 6 + 4 * (dow >= 5)  # 8 periods: quarter of the day x weekday/weekend
 
 
+def arrival_context(hour: np.ndarray, dow: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Each job's arrival context (48): its period of the day (:func:`_period`) x the bin of the log gap before it."""
+    return _period(hour, dow) * len(GAP_BINS) + _gap_bin(x)
+
+
 def _lag1(x: np.ndarray) -> float:
     """Lag-1 autocorrelation; 0 for a series with none to measure (too short, or constant: a burst of submits)."""
     if len(x) <= 2 or np.ptp(x[1:]) == 0 or np.ptp(x[:-1]) == 0:
@@ -351,7 +356,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
         self.phi_seed = int(rng.integers(2**31))
         lag1 = _lag1(x)
         self.phi = self._calibrate_phi(lag1, np.random.default_rng(self.phi_seed))
-        ctx = _period(hour, dow) * len(GAP_BINS) + _gap_bin(x)
+        ctx = arrival_context(hour, dow, x)
         self.perfect = bool((~jobs["walltime_known"].to_numpy(bool)).mean() > 0.5)  # no estimates in the data
         self._fit_requests(table, ctx)
         self._fit_sessions(table, x)
@@ -768,8 +773,9 @@ class ArrivalAwareSynthesizer(Synthesizer):
         draws = self._draws(n, rng)
         rows = {} if n <= CHUNK else None  # the governed passes reuse these gaps per hour class (_sample)
         gaps, hours, dows = self._clock(*draws, self.unix_start_time, cache=rows)
-        bins = _gap_bin(np.log1p(gaps.astype(np.float64)))
-        ctx = _period(hours, dows) * len(GAP_BINS) + bins
+        x = np.log1p(gaps.astype(np.float64))
+        bins = _gap_bin(x)
+        ctx = arrival_context(hours, dows, x)
         repeat = rng.random(n) < self.p_same[bins]
         repeat[0] = False
         session = np.cumsum(~repeat) - 1
