@@ -12,6 +12,11 @@ matplotlib's Agg backend:
 - ``figures/learning_curves.png``: (c) validation bsld against training steps, one panel per source, one line
   per seed.
 
+``starts.csv`` (:func:`starts`) says what RL added: per run, the network RL started from and the one it kept, on
+validation and on the test windows; the report counts the runs where RL beat its start and runs the between-sources
+test on the starts alone, so that a difference between sources can be told apart from what their priors or clones
+brought (with ``--tuned workload`` each source's prior is fitted on its own jobs).
+
 :func:`slowdown_curves` and :func:`figure_slowdown` serve ``experiments/notebooks/study_slowdown.ipynb``.
 """
 
@@ -194,6 +199,50 @@ def source_effect(study: pd.DataFrame, permutations: int = 10_000, seed: int = 0
     p = at_least / len(scores) if exact else (at_least + 1) / (len(scores) + 1)
     out.update(p_value=float(p), relabellings=len(scores))
     return out
+
+
+STARTS = ["source", "seed", "start", "val_start", "val_kept", "test_start", "test_kept"]
+
+
+def starts(dirs: Mapping[tuple[str, int], Path]) -> pd.DataFrame:
+    """Per run: the network RL started from and the one it kept, their validation and test scores (mean bsld).
+
+    Columns :data:`STARTS`: :func:`experiments.seeds.agreement` over each source's runs (``start`` is
+    ``untrained``, ``cloned`` or a taught residual's ``prior``; ``test_start`` is NaN where the start has no test
+    row of its own and was not kept). Runs without a learning curve (no validation windows) have no row.
+    """
+    from experiments import seeds
+
+    by_source: dict[str, list[Path]] = {}
+    for (source, _), path in dirs.items():
+        by_source.setdefault(source, []).append(path)
+    frames = [seeds.agreement(paths, seeds.load(paths)).assign(source=source) for source, paths in by_source.items()]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True)[STARTS] if frames else pd.DataFrame(columns=STARTS)
+
+
+def start_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per source, from :func:`starts`: the seeds' median start on test and how often RL beat its start.
+
+    Columns ``source, start_median_bsld`` (median over the seeds whose start has a test score),
+    ``rl_beat_start_validation`` (seeds whose kept network scored lower than the start on validation: RL moved) and
+    ``rl_beat_start_test`` (of the seeds whose start has a test score, those whose kept network scored lower on test).
+    """
+    rows = []
+    for source, g in table.groupby("source", sort=False):
+        scored = g.dropna(subset=["test_start", "test_kept"])
+        rows.append({"source": source, "start_median_bsld": float(scored["test_start"].median()) if len(scored)
+                     else np.nan, "rl_beat_start_validation": int((g["val_kept"] < g["val_start"]).sum()),
+                     "rl_beat_start_test": f"{int((scored['test_kept'] < scored['test_start']).sum())} of "
+                                           f"{len(scored)}"})
+    return pd.DataFrame(rows, columns=["source", "start_median_bsld", "rl_beat_start_validation",
+                                       "rl_beat_start_test"])
+
+
+def start_effect(table: pd.DataFrame, permutations: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """:func:`source_effect` on the starts' test scores: did the sources differ before RL?"""
+    scored = table.dropna(subset=["test_start"])
+    return source_effect(scored.assign(bsld=scored["test_start"].astype(float)), permutations, seed)
 
 
 def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
@@ -459,7 +508,10 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
     study, heuristics = collect(dirs)
     fid, fid_errors = (pd.DataFrame(), {}) if args.no_fidelity else fidelity_frame(fidelity_files)
     sources = add_status(sources_table(study), run_status(runs), {**fidelity_loads(fid), **(loads or {})})
-    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources)):
+    begun = starts(dirs)
+    if not sources.empty:
+        sources = sources.merge(start_summary(begun), on="source", how="left")
+    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources), ("starts", begun)):
         hpcgym_io.write_table(df, folder.table(name))
     agents = sources[sources["seeds"] > 0] if "seeds" in sources else sources
     preds = predictors(fid, agents)
@@ -483,7 +535,7 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
         figures["learning_curves"] = save_figure(figure_curves(dirs, f"validation bsld per source ({label})"),
                                                  folder.figure("learning_curves"))
     text = report_text(args, study, heuristics, sources, fid, preds, fid_errors, timing_table(out, runs, fits, timing),
-                  figures, failures, label)
+                       figures, failures, label, begun)
     path = folder.report
     hpcgym_io.write_text(path, text)
     return path
@@ -491,8 +543,8 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
 
 def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
            preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame, figures: Mapping[str, Path],
-           failures: list[str], label: str) -> str:
-    """The text of ``report.md``."""
+           failures: list[str], label: str, begun: pd.DataFrame | None = None) -> str:
+    """The text of ``report.md`` (``begun``: :func:`starts`)."""
     parts = [f"# Synthetic vs real: {args.trace}\n",
              f"{label}. Agents trained on each source and evaluated on the same held-out test windows of the real "
              f"trace (the last 30%); heuristics on the same windows. One value per seed is its agent's mean bounded "
@@ -508,14 +560,16 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
     if "bsld_by_source" in figures:
         parts.append("![bsld per source](figures/bsld_by_source.png)\n")
     cols = ["source", "status", "offered_load", "decisions_per_window", "window_load", "seeds", "mean_bsld",
-            "sd_bsld", "min_seed", "max_seed", "median_bsld", "win_rate_vs_fcfs_easy", "share_of_real_improvement",
-            "share_ci_low", "share_ci_high"]
+            "sd_bsld", "min_seed", "max_seed", "median_bsld", "start_median_bsld", "rl_beat_start_test",
+            "win_rate_vs_fcfs_easy", "share_of_real_improvement", "share_ci_low", "share_ci_high"]
     parts.append(_md(sources[[c for c in cols if c in sources]] if not sources.empty else sources))
     parts.append("`status`: `trained`, or untrainable when its training windows needed no decision (every job "
                  "started on arrival), so it has no agent and no score. `offered_load`: of the source's jobs (the "
                  "real training part; a generator's fidelity sample). `decisions_per_window`: the mean decisions per "
                  "training episode. `window_load`: the mean offered load of the windows an untrainable source's runs "
-                 "drew before giving up.\n")
+                 "drew before giving up. `start_median_bsld`: the seeds' median of the network RL started from (the "
+                 "better on validation of the untrained and the cloned network, or the prior); `rl_beat_start_test`: "
+                 "the seeds whose agent beat its start on the test windows (`starts.csv`).\n")
     effect = source_effect(study) if not study.empty else {"sources": 0}
     if effect["sources"] >= 2:
         parts.append(f"**Between sources or between seeds?** Over {effect['sources']} sources with two or more "
@@ -523,6 +577,8 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
                      f"{effect['between_share']:.0%} of the variance between sources (ICC), permutation p = "
                      f"{effect['p_value']:.3f} ({effect['relabellings']:,} relabellings). A small p says the "
                      "training source matters more than the seed.\n")
+    if begun is not None and not begun.empty:
+        parts.append(_start_text(begun))
     if not heuristics.empty:
         h = heuristics.groupby("scheduler", sort=False)["bsld"].mean().sort_values().reset_index()
         parts += ["Heuristics on the same windows (mean bsld over windows):\n", _md(h)]
@@ -546,6 +602,22 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
     parts.append("Files: `study.csv` (source x seed x window), `heuristics.csv`, `sources.csv`, `fidelity.csv`, "
                  "`fidelity_vs_usefulness.csv`, `timing.json`, `runs/<source>-s<seed>/`.\n")
     return "\n".join(parts)
+
+
+def _start_text(begun: pd.DataFrame) -> str:
+    """The report's paragraph on what RL added to its starts (:func:`starts`)."""
+    scored = begun.dropna(subset=["test_start", "test_kept"])
+    moved = int((begun["val_kept"] < begun["val_start"]).sum())
+    better = int((scored["test_kept"] < scored["test_start"]).sum())
+    text = (f"**RL against its start.** The network kept beat RL's start on validation on {moved} of {len(begun)} "
+            f"runs, and on the test windows on {better} of the {len(scored)} runs whose start has a test score.")
+    effect = start_effect(begun)
+    if effect["sources"] >= 2:
+        text += (f" The starts alone, between sources or between seeds: F = {effect['F']:.2f}, "
+                 f"{effect['between_share']:.0%} of the variance between sources, permutation p = "
+                 f"{effect['p_value']:.3f} (against the agents' test above: a p as small here says the sources "
+                 "differed before RL, through their priors or clones).")
+    return text + "\n"
 
 
 # ---- the notebook's slowdown curves ----------------------------------------------------------------------------

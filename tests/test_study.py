@@ -63,7 +63,11 @@ def test_quick_study_writes_every_row_table_and_figure(quick):
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == PNG
         assert f"(figures/{name}.png)" in report
     assert "## Wall time" in report and "Best predictor" in report and "## Failures" not in report
-    assert "Between sources or between seeds?" in report
+    assert "Between sources or between seeds?" in report and "RL against its start." in report
+    begun = pd.read_csv(out / "starts.csv")  # what RL added: one row per run that has a learning curve
+    assert list(begun.columns) == study_report.STARTS and len(begun) == len(study.SOURCES) * len(SEEDS)
+    assert set(begun["start"]) <= {"untrained", "cloned", "prior"}
+    assert {"start_median_bsld", "rl_beat_start_test"} <= set(sources.columns)
     timing = {t["stage"]: t for t in json.loads((out / "timing.json").read_text())}
     assert set(timing) == set(study.STAGES) and timing["train"]["done"] == len(study.SOURCES) * len(SEEDS)
     fits = [p for p in (out.parent / "synth-cache").iterdir() if (p / "manifest.json").exists()]
@@ -331,3 +335,23 @@ def test_quick_fits_its_validation_window_to_the_shortest_period(tmp_path):
                                           "--out", str(tmp_path / "q"), "--", "--val-periods", "2"]))
     lengths = [hi - lo for lo, hi in quick.data.val_periods]
     assert len(lengths) == 2 and quick.base.val_length == min(lengths) < len(quick.data.validation)
+
+
+def test_start_summary_counts_what_rl_added_against_hand_values():
+    from scipy.stats import f_oneway
+
+    nan = float("nan")
+    table = pd.DataFrame([  # source, seed, start, val_start, val_kept, test_start, test_kept
+        ("a", 0, "cloned", 10.0, 9.0, 5.0, 4.0),      # moved on validation, better on test
+        ("a", 1, "untrained", 10.0, 10.0, 6.0, 6.0),  # never moved: the agent is its start
+        ("a", 2, "prior", 10.0, 8.0, nan, 7.0),       # a taught residual's prior, not kept: no test score
+        ("b", 0, "cloned", 3.0, 2.0, 2.0, 3.0),       # better on validation, worse on test
+        ("b", 1, "cloned", 3.0, 2.5, 2.5, 2.0),
+    ], columns=study_report.STARTS)
+    summary = study_report.start_summary(table).set_index("source")
+    assert summary.loc["a", "start_median_bsld"] == 5.5 and summary.loc["b", "start_median_bsld"] == 2.25
+    assert summary.loc["a", "rl_beat_start_validation"] == 2 and summary.loc["b", "rl_beat_start_validation"] == 2
+    assert summary.loc["a", "rl_beat_start_test"] == "1 of 2" and summary.loc["b", "rl_beat_start_test"] == "1 of 2"
+    effect = study_report.start_effect(table)  # the starts' test scores alone, the unscored start left out
+    assert effect["runs"] == 4 and effect["sources"] == 2
+    assert effect["F"] == pytest.approx(f_oneway(np.log([5.0, 6.0]), np.log([2.0, 2.5])).statistic)
