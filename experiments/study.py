@@ -31,6 +31,7 @@ Stages (one progress line per item with its wall time, and a total per stage):
    against the held-out test split). A failure here is reported, and loses no training result.
 5. report: ``study.csv`` (one row per source x seed x test window: the agent's bsld, wait and utilization, with
    FCFS+EASY, the untrained and the cloned network on the same window), ``heuristics.csv``, ``sources.csv``,
+   ``starts.csv`` (per run: the network RL started from and the one it kept, on validation and on test),
    ``fidelity.csv``, ``fidelity_vs_usefulness.csv``, ``timing.json``, ``report.md`` and ``figures/``.
 
 Resumable: fits in the cache, trained and evaluated runs and fidelity scores are skipped (a line says so); a run
