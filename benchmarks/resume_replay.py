@@ -31,10 +31,10 @@ def main() -> None:
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
     from experiments import train
-    from experiments.protocol import load_data
+    from experiments.protocol import run_data
 
     args = train.Args(trace=opts.trace, workload=opts.workload, runs_dir=opts.runs_dir)
-    data = load_data(args, args.val_fraction, args.val_periods)
+    data = run_data(args)
     workload = train.training_workload(args, data)
     env = train.make_env(args, data, workload)  # recorded and seeded, as a run's (no monitor file)
     rng = np.random.default_rng(0)

@@ -68,6 +68,11 @@ def load_data(args: TraceArgs, val_fraction: float, periods: int = 1) -> Data:
                 [(int(a), int(b)) for a, b in zip(ends[:-1], ends[1:], strict=True)])
 
 
+def run_data(args: Any) -> Data:
+    """:func:`load_data` with a run's own ``--val-fraction`` and ``--val-periods`` (an ``experiments.train.Args``)."""
+    return load_data(args, args.val_fraction, args.val_periods)
+
+
 def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:
     out = pd.concat(parts, ignore_index=True)
     out.attrs = parts[0].attrs
@@ -91,8 +96,6 @@ def validation_starts(data: Data, length: int, count: int, seed: int = 0) -> lis
                  else f"the shortest of {len(periods)} validation periods has")
         raise cli.UsageError(f"{where} {shortest} jobs, fewer than --val-window {length}: lower it or raise "
                              "--val-fraction" + ("" if len(periods) == 1 else " or lower --val-periods"))
-    if len(periods) == 1:
-        return traces.window_starts(len(data.validation), length, count, seed=seed)
     starts = []
     for i, (lo, hi) in enumerate(periods):
         share = count // len(periods) + (i < count % len(periods))

@@ -94,7 +94,7 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
     run = RunFolder(run_dir)
     settings = run.settings()
     args = train.Args(**{k: v for k, v in settings.items() if k in train.Args.__dataclass_fields__})
-    data = protocol.load_data(args, args.val_fraction, args.val_periods)
+    data = protocol.run_data(args)
     starts = protocol.validation_starts(data, args.val_length, count, seed)
     env = dict(machine=data.machine, workload=data.validation, window=args.val_length, split="all",
                time_scale=run.time_scale(), **protocol.agent_env(settings))
@@ -127,7 +127,7 @@ def _fit_once(argvs: list[list[str]]) -> None:
     for argv in argvs:
         args = train.parse_args(argv)
         if args.workload != "real" and args.seed not in done:
-            data = protocol.load_data(args, args.val_fraction, args.val_periods)
+            data = protocol.run_data(args)
             runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
                                                  data.machine.nodes, announce=print)
             done.add(args.seed)
@@ -138,7 +138,7 @@ def references(argv: list[str]) -> dict[str, float]:
     from experiments import protocol, train
 
     args = train.parse_args(argv)
-    data = protocol.load_data(args, args.val_fraction, args.val_periods)
+    data = protocol.run_data(args)
     starts = protocol.validation_starts(data, args.val_length, args.val_windows)
     return protocol.validation_references(data, args.val_length, starts, args.backfill)
 

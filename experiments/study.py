@@ -69,7 +69,7 @@ import pandas as pd
 from experiments import arguments, runs, train
 from experiments.arguments import TRACE_FLAGS, TraceArgs, flag
 from experiments.fanout import Executor
-from experiments.protocol import Data, load_data, tuned_flag
+from experiments.protocol import Data, run_data, tuned_flag
 from experiments.runs import RunFolder
 from experiments.study_report import UNTRAINABLE, StudyFolder
 from hpcgym import cli
@@ -319,7 +319,7 @@ def do_fit(task: FitTask) -> dict[str, Any]:
     where = Path(task.where)
     with _log_to(where.parent / f"{where.name}.log"):
         _set_threads(task.threads)
-        data = load_data(task.data_args, task.data_args.val_fraction, task.data_args.val_periods)
+        data = run_data(task.data_args)
         model = synth.get(task.model, max_nodes=data.machine.nodes, **task.params)
         model.fit(fit_table(data, task.rows), seed=task.seed)
         FitCache(where.parent).save(model, where)  # atomic; another study's save of the same fit is kept
@@ -390,7 +390,7 @@ def do_fidelity(task: FidelityTask) -> dict[str, Any]:
     started = time.perf_counter()
     with _log_to(Path(task.log)):
         _set_threads(task.threads)
-        data = load_data(task.data_args, task.data_args.val_fraction, task.data_args.val_periods)
+        data = run_data(task.data_args)
         test = traces.split(traces.read(task.data_args.trace, **task.data_args.read_kwargs()), "test")
         if task.jobs and task.jobs < len(test):
             test = head(test, task.jobs)
@@ -431,7 +431,7 @@ class Study:
         self.timing: dict[str, dict[str, Any]] = {}
         self.failures: list[str] = []
         shared = train_base(args)
-        self.data = load_data(train_args(args, "real", args.seeds[0], shared), shared.val_fraction, shared.val_periods)
+        self.data = run_data(train_args(args, "real", args.seeds[0], shared))
         if args.quick:
             args, shared = quick_fit(args, shared, self.data, self.say)
             self.args = args

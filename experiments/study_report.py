@@ -230,13 +230,19 @@ def start_summary(table: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for source, g in table.groupby("source", sort=False):
-        scored = g.dropna(subset=["test_start", "test_kept"])
-        rows.append({"source": source, "start_median_bsld": float(scored["test_start"].median()) if len(scored)
-                     else np.nan, "rl_beat_start_validation": int((g["val_kept"] < g["val_start"]).sum()),
-                     "rl_beat_start_test": f"{int((scored['test_kept'] < scored['test_start']).sum())} of "
-                                           f"{len(scored)}"})
+        moved, better, scored = _rl_counts(g)
+        median = float(scored["test_start"].median()) if len(scored) else np.nan
+        rows.append({"source": source, "start_median_bsld": median, "rl_beat_start_validation": moved,
+                     "rl_beat_start_test": f"{better} of {len(scored)}"})
     return pd.DataFrame(rows, columns=["source", "start_median_bsld", "rl_beat_start_validation",
                                        "rl_beat_start_test"])
+
+
+def _rl_counts(table: pd.DataFrame) -> tuple[int, int, pd.DataFrame]:
+    """Runs whose kept network beat the start on validation; on test; the runs whose start has a test score."""
+    scored = table.dropna(subset=["test_start", "test_kept"])
+    return (int((table["val_kept"] < table["val_start"]).sum()),
+            int((scored["test_kept"] < scored["test_start"]).sum()), scored)
 
 
 def start_effect(table: pd.DataFrame, permutations: int = 10_000, seed: int = 0) -> dict[str, Any]:
@@ -606,9 +612,7 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
 
 def _start_text(begun: pd.DataFrame) -> str:
     """The report's paragraph on what RL added to its starts (:func:`starts`)."""
-    scored = begun.dropna(subset=["test_start", "test_kept"])
-    moved = int((begun["val_kept"] < begun["val_start"]).sum())
-    better = int((scored["test_kept"] < scored["test_start"]).sum())
+    moved, better, scored = _rl_counts(begun)
     text = (f"**RL against its start.** The network kept beat RL's start on validation on {moved} of {len(begun)} "
             f"runs, and on the test windows on {better} of the {len(scored)} runs whose start has a test score.")
     effect = start_effect(begun)

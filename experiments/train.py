@@ -42,7 +42,7 @@ import pandas as pd
 
 from experiments import arguments, runs
 from experiments.arguments import TraceArgs, flag
-from experiments.protocol import Data, load_data, validation_references, validation_starts
+from experiments.protocol import Data, run_data, validation_references, validation_starts
 from experiments.recipe import (
     NETWORKS,
     attach_monitor,
@@ -276,7 +276,7 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     torch.set_num_threads(args.threads)
     folder = runs.RunFolder(Path(args.runs_dir) / args.name)
     folder.check_usable(args.resume, args.overwrite)
-    data = load_data(args, args.val_fraction, args.val_periods)
+    data = run_data(args)
     check_inputs(args, data)
     starts = validation_starts(data, args.val_length, args.val_windows)
     workload = training_workload(args, data, synthesizer)
