@@ -132,18 +132,29 @@ def agreement(run_dirs: Sequence[Path], per_seed: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["seed", "start", "val_start", "val_kept", "test_start", "test_kept"])
 
 
+def rl_counts(agree: pd.DataFrame) -> tuple[int, int, pd.DataFrame]:
+    """Counts of RL against its start over rows of :func:`agreement`.
+
+    Returns the rows whose kept network beat the start on validation, those that beat it on test, and the rows that
+    have both test scores (the start's and the kept network's).
+    """
+    scored = agree.dropna(subset=["test_start", "test_kept"])
+    return (int((agree["val_kept"] < agree["val_start"]).sum()),
+            int((scored["test_kept"] < scored["test_start"]).sum()), scored)
+
+
 def describe_agreement(agree: pd.DataFrame) -> str:
     """One line: how often RL's kept network beat its start on validation and on test; the rank agreement."""
     from scipy.stats import spearmanr
 
     if agree.empty:
         return "Validation against test: no learning curves (no validation windows)."
-    moved = agree[agree["val_kept"] < agree["val_start"]]
-    scored = moved.dropna(subset=["test_start"])
-    better = int((scored["test_kept"] < scored["test_start"]).sum())
+    moved, better, _ = rl_counts(agree)
+    # A seed whose kept network is its start scores the same on test, so only moved seeds can have gained there.
+    scored = agree[agree["val_kept"] < agree["val_start"]].dropna(subset=["test_start"])
     both = agree.dropna(subset=["test_kept"])
     rho = spearmanr(both["val_kept"], both["test_kept"])[0] if len(both) >= 3 else np.nan
-    return (f"Validation against test: the network kept beat RL's start on validation on {len(moved)} of "
+    return (f"Validation against test: the network kept beat RL's start on validation on {moved} of "
             f"{len(agree)} seeds, and on test on {better} of the {len(scored)} of them whose start has a test "
             f"score; Spearman correlation of the kept networks' validation and test scores over {len(both)} "
             f"seeds: {rho:.2f} (agreement.csv).")

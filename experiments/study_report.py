@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from experiments import seeds
 from experiments.runs import REFERENCE, RunFolder
 
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
@@ -211,8 +212,6 @@ def starts(dirs: Mapping[tuple[str, int], Path]) -> pd.DataFrame:
     ``untrained``, ``cloned`` or a taught residual's ``prior``; ``test_start`` is NaN where the start has no test
     row of its own and was not kept). Runs without a learning curve (no validation windows) have no row.
     """
-    from experiments import seeds
-
     by_source: dict[str, list[Path]] = {}
     for (source, _), path in dirs.items():
         by_source.setdefault(source, []).append(path)
@@ -230,19 +229,12 @@ def start_summary(table: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for source, g in table.groupby("source", sort=False):
-        moved, better, scored = _rl_counts(g)
+        moved, better, scored = seeds.rl_counts(g)
         median = float(scored["test_start"].median()) if len(scored) else np.nan
         rows.append({"source": source, "start_median_bsld": median, "rl_beat_start_validation": moved,
                      "rl_beat_start_test": f"{better} of {len(scored)}"})
     return pd.DataFrame(rows, columns=["source", "start_median_bsld", "rl_beat_start_validation",
                                        "rl_beat_start_test"])
-
-
-def _rl_counts(table: pd.DataFrame) -> tuple[int, int, pd.DataFrame]:
-    """Runs whose kept network beat the start on validation; on test; the runs whose start has a test score."""
-    scored = table.dropna(subset=["test_start", "test_kept"])
-    return (int((table["val_kept"] < table["val_start"]).sum()),
-            int((scored["test_kept"] < scored["test_start"]).sum()), scored)
 
 
 def start_effect(table: pd.DataFrame, permutations: int = 10_000, seed: int = 0) -> dict[str, Any]:
@@ -529,9 +521,9 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
                 wide.insert(1, col, wide["metric"].map(refs[col]))
         hpcgym_io.write_table(wide, folder.table("fidelity"))
     hpcgym_io.write_table(preds, folder.table("fidelity_vs_usefulness"))
-    seeds = sorted({s for _, s in dirs})
-    label = (f"{args.trace}, backfill {args.backfill}, {len(seeds)} seeds {seeds}, {args.eval_windows} test windows "
-             f"x {args.eval_length} jobs")
+    seed_list = sorted({s for _, s in dirs})
+    label = (f"{args.trace}, backfill {args.backfill}, {len(seed_list)} seeds {seed_list}, {args.eval_windows} test "
+             f"windows x {args.eval_length} jobs")
     figures = {}
     if not study.empty:
         figures["bsld_by_source"] = save_figure(figure_bsld(study, heuristics, agents, args.backfill, label),
@@ -612,7 +604,7 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
 
 def _start_text(begun: pd.DataFrame) -> str:
     """The report's paragraph on what RL added to its starts (:func:`starts`)."""
-    moved, better, scored = _rl_counts(begun)
+    moved, better, scored = seeds.rl_counts(begun)
     text = (f"**RL against its start.** The network kept beat RL's start on validation on {moved} of {len(begun)} "
             f"runs, and on the test windows on {better} of the {len(scored)} runs whose start has a test score.")
     effect = start_effect(begun)
