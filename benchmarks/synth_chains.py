@@ -1,7 +1,7 @@
 """Would users who wait for their big jobs make ``arrivals`` samples queue like the data? Measured, load held.
 
 Usage: ``python benchmarks/synth_chains.py --trace mustang-2012-02 [--big 0.25] [--samples 12] [--q 0 0.8 1]
-[--min-compression 0.5] [--fit-seed 0] [--out rows.csv]``.
+[--min-compression 0.5] [--fit-seed 0] [--memorizer] [--out rows.csv]``.
 
 On the two bundled Mustang weeks of 2012, ``arrivals`` samples queue more than the data under FCFS + EASY (issue 25's
 wait-KS criterion). In the data one user runs most of the machine's work as a chain of big jobs (600-768 nodes,
@@ -15,8 +15,10 @@ jobs push the span out, so the load falls; the load is held by compressing every
 
 Per sample (the arrivals model fitted on the train split, seed ``--fit-seed``; samples of the test split's length,
 seeds 0, 1, ...) and ``q``: the compression, the offered load, the share of jobs that start on arrival and the
-whole-trace wait KS against the test split (FCFS + EASY, as the fidelity report's scheduling rows). A few seconds
-per sample and ``q`` on 2 cores. Results: ``docs/benchmarks.md``, "Users who wait for their big jobs".
+whole-trace wait KS against the test split (FCFS + EASY, as the fidelity report's scheduling rows). With
+``--memorizer``, the same for as many day-block bootstraps of the train split (:func:`synth.bootstrap.day_bootstrap`,
+seeds 0, 1, ...: whole training days handed back, the fidelity report's memorizer), source ``bootstrap``. A few
+seconds per sample and ``q`` on 2 cores. Results: ``docs/benchmarks.md``, "Users who wait for their big jobs".
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pandas as pd
 
 from hpcgym import machines, traces
 from hpcgym.jobs import offered_load
+from synth.bootstrap import day_bootstrap
 from synth.distances import ks_statistic
 from synth.fit import fit_model
 from synth.replay import replay
@@ -102,9 +105,22 @@ def held(jobs: pd.DataFrame, nodes: int, big: int, q: float, think: np.ndarray, 
     return attempt(lo), lo
 
 
+def _row(source: str, s: int, q: float, c: float, table: pd.DataFrame, before: pd.DataFrame,
+         machine: machines.Machine, reference: np.ndarray) -> dict:
+    """One measured row: ``table`` (from ``before``, the undeferred table) replayed against the ``reference`` waits."""
+    wait = replay(table, machine)["records"]["wait"].to_numpy()
+    return {"source": source, "sample": s, "q": q, "compression": c, "load": offered_load(table, machine.nodes),
+            "load_undeferred": offered_load(before, machine.nodes), "no_wait": float(np.mean(wait < 1)),
+            "wait_ks": ks_statistic(wait, reference)}
+
+
 def measure(trace: str, big_share: float, samples: int, qs: Sequence[float], min_compression: float,
-            fit_seed: int = 0) -> pd.DataFrame:
-    """One row per sample and ``q``: ``sample, q, compression, load, load_undeferred, no_wait, wait_ks``."""
+            fit_seed: int = 0, memorizer: bool = False) -> pd.DataFrame:
+    """One row per source, sample and ``q``.
+
+    Columns ``source, sample, q, compression, load, load_undeferred, no_wait, wait_ks``; ``source`` is ``arrivals``,
+    or ``bootstrap`` (with ``memorizer``: a day-block bootstrap per sample seed, as a row of ``q = 0``).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         real = traces.read(trace)
@@ -119,17 +135,18 @@ def measure(trace: str, big_share: float, samples: int, qs: Sequence[float], min
         sample = model.sample(len(test), seed=s)
         for q in qs:
             table, c = held(sample, machine.nodes, big, q, think, min_compression, 1000 + s)
-            wait = replay(table, machine)["records"]["wait"].to_numpy()
-            rows.append({"sample": s, "q": q, "compression": c, "load": offered_load(table, machine.nodes),
-                         "load_undeferred": offered_load(sample, machine.nodes),
-                         "no_wait": float(np.mean(wait < 1)), "wait_ks": ks_statistic(wait, reference)})
+            rows.append(_row("arrivals", s, q, c, table, sample, machine, reference))
+        if memorizer:
+            copy = day_bootstrap(train, len(test), seed=s)
+            rows.append(_row("bootstrap", s, 0.0, 1.0, copy, copy, machine, reference))
     return pd.DataFrame(rows)
 
 
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per ``q``: the wait KS of samples 0-2 (the fidelity criterion's three) and of all, and the means beside."""
-    first = rows[rows["sample"] < 3].groupby("q")["wait_ks"].mean().rename("wait_ks_0_2")
-    out = rows.groupby("q").agg(samples=("sample", "size"), wait_ks=("wait_ks", "mean"),
+    """Per source and ``q``: the wait KS of samples 0-2 (the fidelity criterion's three) and of all, means beside."""
+    keys = ["source", "q"]
+    first = rows[rows["sample"] < 3].groupby(keys, sort=False)["wait_ks"].mean().rename("wait_ks_0_2")
+    out = rows.groupby(keys, sort=False).agg(samples=("sample", "size"), wait_ks=("wait_ks", "mean"),
                                 wait_ks_min=("wait_ks", "min"), wait_ks_max=("wait_ks", "max"),
                                 no_wait=("no_wait", "mean"), load=("load", "mean"),
                                 load_undeferred=("load_undeferred", "mean"), compression=("compression", "mean"),
@@ -150,13 +167,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--min-compression", type=float, default=0.5,
                     help="the gaps are compressed at most to this share to hold the load (default 0.5)")
     ap.add_argument("--fit-seed", type=int, default=0, help="seed of the arrivals fit (default 0)")
+    ap.add_argument("--memorizer", action="store_true",
+                    help="also day-block bootstraps of the train split, as many as --samples (source bootstrap)")
     ap.add_argument("--out", type=Path, default=None, help="CSV of every sample and q (default: printed only)")
     args = ap.parse_args(argv)
     if args.samples < 1 or not 0 < args.big <= 1 or not 0 < args.min_compression <= 1:
         ap.error("--samples must be at least 1, --big and --min-compression in (0, 1]")
     if any(not 0 <= q <= 1 for q in args.q):
         ap.error(f"every --q must be in [0, 1], not {args.q}")
-    rows = measure(args.trace, args.big, args.samples, args.q, args.min_compression, args.fit_seed)
+    rows = measure(args.trace, args.big, args.samples, args.q, args.min_compression, args.fit_seed, args.memorizer)
     if args.out is not None:
         rows.to_csv(args.out, index=False)
     print(f"{args.trace}: arrivals samples (fit {args.fit_seed}), big jobs chained per user, load held; wait KS "

@@ -67,8 +67,9 @@ def test_the_load_is_held_by_the_compression_worked_out_by_hand():
 
 def test_the_benchmark_runs_on_a_bundled_week():
     cmd = [sys.executable, "benchmarks/synth_chains.py", "--trace", "mustang-2012-02", "--samples", "1",
-           "--q", "0", "1"]
+           "--q", "0", "1", "--memorizer"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert "wait KS" in lines[0] and len(lines) == 4  # header, column names, q = 0 and q = 1
+    assert "wait KS" in lines[0] and len(lines) == 5  # header, column names, q = 0, q = 1, the bootstrap
+    assert lines[-1].split()[0] == "bootstrap"
