@@ -141,6 +141,37 @@ def test_csv_malformed_value_names_file_line_and_field():
     assert exc.value.line == 4 and exc.value.field == "Run_Time" and "procs_bad_value.csv" in str(exc.value)
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_csv_line_with_more_fields_than_the_header_names_its_line(tmp_path, gz):
+    """pandas drops the extra fields of a line when it reads chosen columns: such a line used to load silently."""
+    text = "job_id,submit,run,nodes\n1,0,100,2\n\n2,10,50,4,999,888\n3,20,5,1\n"
+    path = tmp_path / ("extra.csv.gz" if gz else "extra.csv")
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    with pytest.raises(TraceFormatError, match="6 fields where the header has 4") as exc:
+        traces.read(path, machine="8")
+    assert exc.value.line == 4 and exc.value.field == "5"  # the blank line 3 counts: lines as in an editor
+
+
+def test_csv_quoted_commas_are_not_extra_fields(tmp_path):
+    path = tmp_path / "quoted.csv"
+    path.write_text('job_id,name,submit,run,nodes\r\n1,"a,b",0,100,2\r\n2,"c",10,50,4\r\n')
+    assert traces.read(path, machine="8")["run"].tolist() == [100, 50]
+    path.write_text('job_id,name,submit,run,nodes\n1,"a,b",0,100,2\n2,"c",10,50,4,7\n')
+    with pytest.raises(TraceFormatError, match="6 fields where the header has 5") as exc:
+        traces.read(path, machine="8")
+    assert exc.value.line == 3
+
+
+def test_csv_user_names_beside_numeric_ids_leave_the_numbers_as_written(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_text("job_id,submit,run,nodes,user\n1,0,100,2,0\n2,10,50,4,7\n3,20,30,1,alice\n4,30,30,1,bob\n"
+                    "5,40,30,1,alice\n6,50,30,1,\n")
+    # 0 and 7 stay (one name used to renumber them all: 7 became 1); names take 8, 9 above them; empty is -1
+    assert traces.read(path, machine="8")["user"].tolist() == [0, 7, 8, 9, 8, -1]
+    path.write_text("job_id,submit,run,nodes,user\n1,0,100,2,carol\n2,10,50,4,dave\n3,20,30,1,carol\n")
+    assert traces.read(path, machine="8")["user"].tolist() == [0, 1, 0]  # names only: codes from 0
+
+
 def test_csv_unsupported_layout_says_use_columns():
     path = DATA / "interval_layout.csv"
     with pytest.raises(TraceFormatError) as exc:

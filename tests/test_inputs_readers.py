@@ -145,6 +145,22 @@ def test_swf_fractional_processors_round_with_the_policy(tmp_path):
     assert df["procs"].tolist() == [4] and df.attrs["repaired"] == {"procs rounded (ceil)": 1}
 
 
+def test_swf_fractional_times_take_the_documented_defaults(tmp_path):
+    """Without round=, submit times round down and walltimes up, as in CSV logs (SWF used to refuse both)."""
+    p = tmp_path / "times.swf"
+    p.write_text(HEADER + "1 0 0 100 4 -1 -1 4 200.5 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                 "2 0.5 0 100.2 4 -1 -1 4 300 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                 "3 7.9 0 100 4 -1 -1 4 300 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    df = read_swf(p)
+    assert df[["submit", "run", "walltime"]].to_numpy().tolist() == [[0, 100, 201], [0, 101, 300], [7, 100, 300]]
+    assert df.attrs["repaired"] == {}  # defaults are not repairs (as the runtime's never were)
+    nearest = read_swf(p, round="submit=nearest")
+    assert nearest["submit"].tolist() == [0, 1, 8] and nearest.attrs["repaired"] == {"submit rounded (nearest)": 2}
+    p.write_text(HEADER + "1 0 5.5 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    with pytest.raises(TraceFormatError, match="--round wait=ceil"):  # no default for the wait
+        read_swf(p, compact=False)
+
+
 def test_round_on_the_clis():
     args = ["--machine", "theta", "--columns", SEED_COLUMNS]
     out = run_cli("hpcgym.traces", "info", str(SEED), *args, "--round", "nodes=ceil")

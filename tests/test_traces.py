@@ -213,6 +213,18 @@ def test_split_is_chronological_and_window_rebases():
     assert w.equals(traces.window(df, 256, rng=1))
 
 
+def test_a_window_never_comes_back_shorter_than_asked():
+    df = traces.load("sdsc-sp2").iloc[:10].reset_index(drop=True)
+    assert traces.window(df, 5, start=5)["job_id"].tolist() == df["job_id"].iloc[5:].tolist()  # the last one that fits
+    with pytest.raises(ValueError, match="a window of 5 jobs starting at job 8 does not fit in a table of 10"):
+        traces.window(df, 5, start=8)  # it used to hand back 2 jobs
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="whole number of jobs >= 1"):
+            traces.window(df, bad)
+    with pytest.raises(ValueError, match="starting at job -1"):
+        traces.window(df, 5, start=-1)
+
+
 def test_info_cli():
     out = subprocess.run([sys.executable, "-m", "hpcgym.traces", "info", "sdsc-sp2"], capture_output=True,
                          text=True, check=True).stdout

@@ -24,6 +24,7 @@ A reader (SWF, ALCF, Mustang, generic CSV, and any new one) turns its file into 
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 from collections.abc import Callable, Mapping
@@ -259,6 +260,40 @@ def csv_header(path: str | Path) -> list[str]:
     return [str(c) for c in pd.read_csv(io.BytesIO(first), nrows=0, dtype=str).columns]
 
 
+def check_field_counts(path: str | Path, fields: int) -> None:
+    """Raise :class:`~hpcgym.errors.TraceFormatError` at the first line with more fields than the header's ``fields``.
+
+    pandas reads only the columns it is asked for and drops the rest of a longer line without a word, so a value
+    with an unquoted comma (which shifts every column after it) would go unnoticed. Lines with fewer fields are left
+    to the column checks (their empty cells are reported there). Unquoted files are counted with numpy on the bytes;
+    a file with quotes goes through :mod:`csv`, which knows a quoted comma from a separator.
+    """
+    with (gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")) as fh:
+        data = fh.read()
+    if b'"' in data:
+        text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline="")
+        reader = csv.reader(text)
+        for row in reader:
+            if len(row) > fields:
+                _too_many(path, reader.line_num, fields, len(row))  # line_num: physical lines read so far
+        return
+    raw = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    if not ends.size or ends[-1] != raw.size - 1:
+        ends = np.append(ends, raw.size)  # a last line without a newline
+    commas = np.concatenate([[0], np.cumsum(raw == ord(","))])
+    per_line = commas[ends] - commas[np.concatenate([[0], ends[:-1] + 1])] + 1
+    over = np.flatnonzero(per_line > fields)
+    if over.size:
+        line = int(over[0])
+        _too_many(path, line + 1, fields, int(per_line[line]))
+
+
+def _too_many(path: str | Path, line: int, fields: int, found: int) -> None:
+    raise TraceFormatError(path, line, str(fields + 1), f"{found} fields where the header has {fields} (a "
+                           f"value with an unquoted comma shifts the columns after it)")
+
+
 def csv_columns(path: str | Path, required: tuple[str, ...], usecols: list[str] | None = None) -> pd.DataFrame:
     """Read a (plain or gzipped) CSV as strings, checking that the ``required`` columns are there."""
     try:
@@ -324,6 +359,7 @@ class CsvSource:
                  text: tuple[str, ...] = (), strings: tuple[str, ...] = ()):
         self.path = path
         self.header = csv_header(path)
+        check_field_counts(path, len(self.header))
         missing = [c for c in required if c not in self.header]
         if missing:
             raise TraceFormatError(path, 1, ",".join(missing), "missing column(s) in the CSV header")

@@ -108,9 +108,11 @@ def identity_mapping(header: list[str]) -> dict[str, str]:
 
 
 def _ids(src: CsvSource, col: str | None, default: np.ndarray | int) -> np.ndarray:
-    """Integer ids; names that are not numbers get codes 0, 1, ... in order of first appearance; empty -> -1.
+    """Integer ids; names that are not numbers get codes in order of first appearance; empty -> -1.
 
-    The work is done on the column's distinct values (a categorical), not per row.
+    The codes start at 0, or, in a column that mixes whole numbers with names, above its largest number, so that a
+    numeric id keeps its value and no name takes it. The work is done on the column's distinct values (a
+    categorical), not per row.
     """
     if col is None:
         return np.broadcast_to(np.asarray(default, np.int64), (src.rows,)).copy()
@@ -128,13 +130,19 @@ def _ids(src: CsvSource, col: str | None, default: np.ndarray | int) -> np.ndarr
         if (np.abs(values[~empty]) > MAX_EXACT).any():
             src.number(col, whole=True, optional=True)  # raises naming the row
         return np.where(np.isnan(per_row), -1, per_row).astype(np.int64)
-    distinct, _ = pd.factorize(names.where(~empty))  # categories that differ only in blanks are one name
+    numeric = integral(values) & ~empty
+    if (np.abs(values[numeric]) > MAX_EXACT).any():
+        src.number(col, whole=True, optional=True)  # raises naming the row
+    base = int(values[numeric].max()) + 1 if numeric.any() else 0
+    named = ~numeric & ~empty
+    distinct, _ = pd.factorize(names.where(named))  # categories that differ only in blanks are one name
     sid = np.append(distinct, -1)[codes]
     found = sid >= 0
     uniq, first = np.unique(sid[found], return_index=True)
     rank = np.full(len(names) + 1, -1, np.int64)
-    rank[uniq] = np.argsort(np.argsort(first))  # codes in order of first appearance
-    return np.where(found, rank[np.maximum(sid, 0)], -1)
+    rank[uniq] = base + np.argsort(np.argsort(first))  # codes in order of first appearance, above the numbers
+    kept = np.append(np.where(numeric, values, np.nan), np.nan)[codes]  # numeric ids as written
+    return np.where(found, rank[np.maximum(sid, 0)], np.where(np.isnan(kept), -1, kept)).astype(np.int64)
 
 
 def _status_name(text: str) -> str | None:

@@ -32,10 +32,15 @@ def split(df: pd.DataFrame, part: Split, train_fraction: float = 0.7) -> pd.Data
 def window(df: pd.DataFrame, n_jobs: int, rng: np.random.Generator | int | None = None,
            start: int | None = None) -> pd.DataFrame:
     """``n_jobs`` consecutive jobs from a random (or given) start, submit times rebased to the first job."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+        raise ValueError(f"a window holds a whole number of jobs >= 1, not {n_jobs!r}")
     if n_jobs > len(df):
         raise ValueError(f"a window of {n_jobs} jobs does not fit in a table of {len(df)}")
     if start is None:
         start = int(np.random.default_rng(rng).integers(0, len(df) - n_jobs + 1))
+    elif not 0 <= start <= len(df) - n_jobs:  # a window cut short at the table's end would be silently smaller
+        raise ValueError(f"a window of {n_jobs} jobs starting at job {start} does not fit in a table of {len(df)} "
+                         f"(starts 0 to {len(df) - n_jobs})")
     out = df.iloc[start:start + n_jobs].reset_index(drop=True)
     out["submit"] = out["submit"] - out["submit"].iat[0]
     out.attrs = dict(df.attrs, window_start=start)

@@ -43,6 +43,7 @@ from hpcgym.machines import Machine, from_swf_header, get, header_int
 from hpcgym.traces import _scan
 from hpcgym.traces._io import (
     LIMITS,
+    ROUND_DEFAULTS,
     Flag,
     Rounding,
     atomic_write_bytes,
@@ -67,6 +68,15 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 #: How far (as a fraction) the header's processors per machine node may be from the machine's own mapping.
 _HEADER_TOLERANCE = 0.25
+
+
+def _round_default(values: np.ndarray, key: str) -> None:
+    """Round a field in place as the canonical table does without a policy (run and walltime up, submit down)."""
+    mode = ROUND_DEFAULTS[key]
+    if mode == "ceil":
+        np.ceil(values, out=values)
+    elif mode == "floor":
+        np.floor(values, out=values)
 
 
 def _field_name(i: int) -> str:
@@ -318,8 +328,8 @@ class _Columns:
             if key in self.rounding.policy:
                 t[col] = self.rounding.whole(t[col], key, _field_name(col), line, text(col))
                 lo[col], hi[col] = (t[col].min(), t[col].max()) if n else (0, 0)
-            elif key == "run":  # a fractional field, rounded up
-                np.ceil(t[col], out=t[col])
+            else:
+                _round_default(t[col], key)
             return t[col]
 
         def dtype(col: int) -> type | None:  # int32 or int64 from the bounds; beyond 2**53 raises
@@ -410,7 +420,10 @@ def _scan_chunks(path: str | Path, rounding: Rounding, extra: bool,
 
     With ``rows`` None, the whole file at once. A malformed line raises naming its line and field.
     """
-    allowed = frozenset(_FRACTIONAL) | {i for i, key in _ROUND_KEYS.items() if key in rounding.policy}
+    # fractions allowed: the fractional fields, the times with a default rounding (submit, walltime), and the fields
+    # a policy rounds
+    allowed = frozenset(_FRACTIONAL) | {i for i, key in _ROUND_KEYS.items()
+                                        if key in rounding.policy or ROUND_DEFAULTS[key] is not None}
     scanner = _scan.Scanner(len(FIELDS), np.array([i not in allowed for i in range(len(FIELDS))]))
     comments: list[bytes] = []
     cols = _Columns(path, rounding, extra, rows)
@@ -457,8 +470,9 @@ def read_swf(
             ``"error"`` raises :class:`~hpcgym.errors.InvalidJobError` at the first, naming its line.
         name: the trace name stored in ``attrs["name"]``.
         round: how to round fractions in fields that should be whole (``"ceil"``, or e.g. ``"procs=ceil"``; fields
-            ``submit``, ``wait``, ``procs`` (fields 5 and 8), ``walltime``, and ``run``, which rounds up by
-            default); see :mod:`hpcgym.traces._io`. Without it such a value raises, naming the option.
+            ``submit``, ``wait``, ``procs`` (fields 5 and 8), ``walltime`` and ``run``); see
+            :mod:`hpcgym.traces._io`. Without it, runtimes and walltimes round up and submit times down (the
+            canonical defaults), and a fraction in any other such field raises, naming the option.
         on_duplicate: ``"warn"`` (default: keep jobs whose id an earlier job has, with one warning) or ``"error"``.
         compact: the canonical columns only, integers as int32 where they fit (see :mod:`hpcgym.jobs`).
 
