@@ -341,6 +341,10 @@ class ArrivalAwareSynthesizer(Synthesizer):
         # a gap belongs to the hour class where it *starts* (the previous submit), as the generator draws it
         hc = _hour_class(hour, dow)[:-1]
         busy = table["interarrival"].to_numpy(np.int64)[1:] <= OUTAGE  # outages are placed apart (_fit_outages)
+        if not busy.any():  # nothing to learn the gaps from (every quantile pool would be empty)
+            raise ValueError(f"arrivals: every gap between the {len(jobs)} training jobs' submits is over {OUTAGE:,} s "
+                             f"({OUTAGE / 3600:g} h), which the model counts as an outage; it needs jobs submitted "
+                             f"less than {OUTAGE / 3600:g} h apart to learn the arrival process from")
         self.quantiles = {}
         for c in range(48):
             pool = x[1:][(hc == c) & busy]

@@ -87,6 +87,9 @@ class Synthesizer:
     #: the modelling code's revision: raise it when a change makes a fitted model sample differently, so that saved
     #: models (the training scripts' fit caches) of the older code are fitted again instead of mixing the two
     revision = 1
+    #: whether the model draws the walltime column as learned from the table (the tabular models): where most
+    #: training jobs had no estimate (``walltime_known`` false, ``walltime = run``), its samples get the same
+    learns_walltime = False
 
     def __init__(self, max_nodes: int | None = None, **params: Any):
         self.max_nodes = max_nodes
@@ -96,6 +99,7 @@ class Synthesizer:
         self.trace_hash: str | None = None
         self.unix_start_time = 0
         self.cores_per_node = 1
+        self.estimates = True  # whether most training jobs had a walltime estimate
 
     # ---- public API ------------------------------------------------------------------------------------------
     def fit(self, jobs: pd.DataFrame, seed: int = 0) -> Synthesizer:
@@ -108,6 +112,7 @@ class Synthesizer:
         self.trace_hash = table_hash(jobs)
         self.unix_start_time = int(jobs.attrs.get("unix_start_time", 0) or 0)
         self.cores_per_node = int(max(1, round(float(np.median(jobs["procs"] / jobs["nodes"])))))
+        self.estimates = bool(jobs["walltime_known"].to_numpy(bool).mean() > 0.5)
         started = time.perf_counter()
         self._fit(features.to_training(jobs), jobs, np.random.default_rng(seed))
         self.fit_seconds = time.perf_counter() - started
@@ -136,6 +141,11 @@ class Synthesizer:
         table = pd.concat(rows, ignore_index=True).iloc[:n_jobs]
         out = features.to_jobs(table, self.unix_start_time, name=f"{self.name}-synthetic",
                                cores_per_node=self.cores_per_node)
+        if self.learns_walltime and not self.estimates:
+            # the data had no estimates: the readers' convention (walltime = run, flagged), not an independent
+            # draw of the walltime column that lets jobs run past it
+            out["walltime"] = out["run"]
+            out["walltime_known"] = False
         out.attrs["postprocess"] = counts
         if self.max_nodes:
             out.attrs["machine"] = self.machine.name
@@ -168,7 +178,8 @@ class Synthesizer:
         manifest = {"class": f"{type(self).__module__}:{type(self).__qualname__}", "name": self.name,
                     "params": self.params, "max_nodes": self.max_nodes, "trace_hash": self.trace_hash,
                     "unix_start_time": self.unix_start_time, "fit_seconds": self.fit_seconds,
-                    "cores_per_node": self.cores_per_node, "revision": type(self).revision,
+                    "cores_per_node": self.cores_per_node, "estimates": self.estimates,
+                    "revision": type(self).revision,
                     "versions": {p: _version(p) for p in ("hpcgym", *self.packages)},
                     "files": _file_hashes(path)}
         write_text(path / MANIFEST, json.dumps(manifest, indent=2, default=str))  # last: it vouches for the rest
@@ -200,6 +211,7 @@ class Synthesizer:
         model.trace_hash, model.unix_start_time = manifest["trace_hash"], manifest["unix_start_time"]
         model.fit_seconds = manifest.get("fit_seconds")
         model.cores_per_node = int(manifest.get("cores_per_node", 1))
+        model.estimates = bool(manifest.get("estimates", True))
         model._load(path)
         model.fitted = True
         return model
@@ -213,7 +225,8 @@ class Synthesizer:
 
     def _state(self) -> dict[str, Any]:
         """Plain state to pickle (default: everything but the constructor's)."""
-        skip = {"params", "max_nodes", "fitted", "fit_seconds", "trace_hash", "unix_start_time", "cores_per_node"}
+        skip = {"params", "max_nodes", "fitted", "fit_seconds", "trace_hash", "unix_start_time", "cores_per_node",
+                "estimates"}
         return {k: v for k, v in self.__dict__.items() if k not in skip}
 
     def _save(self, path: Path) -> None:

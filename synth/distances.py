@@ -33,6 +33,7 @@ NUMERIC = features.NUMERIC  # interarrival, nodes, run, walltime
 CORRELATION_COLUMNS = (*NUMERIC, "hour")
 MENU_SIZE = 10
 C2ST_ROWS = 5000
+MIN_LEAF = 20  # scikit-learn's default min_samples_leaf (HistGradientBoosting), kept from 100 rows per class
 SDMETRICS_ROWS = 5000
 SEGMENT_DAYS = 7
 
@@ -255,7 +256,11 @@ def c2st(real: pd.DataFrame, synthetic: pd.DataFrame, seed: int = 0, max_rows: i
     # identical feature rows share a group, so a copied row and its original never sit on both sides of a split
     # (otherwise the classifier learns the twin's opposite label and the AUC of a copy drops well below 0.5)
     groups = pd.util.hash_pandas_object(pd.DataFrame(x), index=False).to_numpy()
-    model = ensemble.HistGradientBoostingClassifier(max_iter=100, early_stopping=False, random_state=seed)
+    # scikit-learn's default leaf (20 rows) cannot split a training fold of under 40 rows: every AUC would be 0.5
+    # ("indistinguishable") however different the tables; below 100 rows per class the leaf shrinks with the fold
+    leaf = int(min(MIN_LEAF, max(2, 2 * n * (folds - 1) // folds // 8)))
+    model = ensemble.HistGradientBoostingClassifier(max_iter=100, early_stopping=False, random_state=seed,
+                                                    min_samples_leaf=leaf)
     # one thread: OpenMP spin-waiting makes HistGradientBoosting crawl when the cores are shared (seen: 30x)
     with threadpoolctl.threadpool_limits(1):
         scores = selection.cross_val_score(model, x, y, cv=_group_folds(y, groups, folds, rng), scoring="roc_auc")

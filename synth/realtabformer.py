@@ -59,6 +59,8 @@ class REaLTabFormerModel(Synthesizer):
 
     name = "realtabformer"
     packages = ("numpy", "pandas", "realtabformer", "transformers", "datasets", "torch")
+    revision = 2  # 2: a table without walltime estimates gives samples without them (walltime = run)
+    learns_walltime = True
     defaults: ClassVar[dict[str, Any]] = {
         "gpt2": {"n_layer": 2, "n_embd": 128, "n_head": 4},
         "epochs": 10,

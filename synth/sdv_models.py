@@ -87,6 +87,8 @@ class SDVModel(Synthesizer):
 
     name = "sdv"
     packages = ("numpy", "pandas", "sdv", "rdt", "copulas", "ctgan", "torch")
+    revision = 2  # 2: a table without walltime estimates gives samples without them (walltime = run)
+    learns_walltime = True
     #: class name in :mod:`sdv.single_table`
     sdv_class: ClassVar[str] = ""
     #: parameters merged under the caller's (JSON-serializable)

@@ -122,6 +122,16 @@ def test_exact_copy_is_caught_but_indistinguishable(theta_train):
     assert privacy["median_holdout"] > 0 and privacy["below_p5_holdout"] <= 0.06
 
 
+def test_c2st_separates_small_tables_that_differ():
+    """24 rows per class: scikit-learn's default leaf (20 rows) could not split a fold, so every AUC was 0.5."""
+    real = traces.load("sdsc-sp2").iloc[:24].reset_index(drop=True)
+    longer = real.copy()
+    longer["run"] *= 1000
+    longer["walltime"] *= 1000
+    assert fidelity.c2st(real, longer)["auc"] > 0.9  # the runtimes alone tell them apart
+    assert np.isnan(fidelity.c2st(real.iloc[:9], longer.iloc[:9])["auc"])  # under two rows per fold: no score
+
+
 # ---- summary table -------------------------------------------------------------------------------------------
 def test_fidelity_table_rows_and_columns():
     real = traces.load("lublin-256").iloc[:2000].reset_index(drop=True)

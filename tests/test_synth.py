@@ -172,3 +172,19 @@ def test_the_default_workload_is_fitted_once_per_machine_and_table():
     assert isinstance(model, ArrivalAwareSynthesizer) and model.fitted
     assert default_workload(machine, jobs) is model
     assert default_workload(machine, make_jobs(rows[:30])) is not model
+
+
+def test_a_tabular_model_keeps_a_log_without_estimates_without_them(tmp_path):
+    """Lublin-256 has no walltime estimates (walltime = run, flagged): GaussianCopula drew the walltime column on its
+    own, flagged every job as estimated and let about a quarter run past their walltime."""
+    full = traces.load("lublin-256")
+    table = full.iloc[:200].reset_index(drop=True)
+    table.attrs = full.attrs
+    assert not table["walltime_known"].any()
+    model = synth.get("gaussiancopula").fit(table, seed=0)
+    sample = model.sample(100, seed=0)
+    assert not sample["walltime_known"].any() and (sample["walltime"] == sample["run"]).all()
+    model.save(tmp_path / "gc")
+    assert Synthesizer.load(tmp_path / "gc").sample(100, seed=0).equals(sample)  # the flag survives a save
+    theta = traces.load("theta").iloc[:300].reset_index(drop=True)
+    assert synth.get("gaussiancopula").fit(theta, seed=0).sample(50, seed=0)["walltime_known"].all()

@@ -42,6 +42,12 @@ def test_fewer_than_ten_jobs_is_a_clear_error():
     # the CLI fits the train split: 7 of 10 jobs is the same error, one line (tests/test_cli.py checks the form)
 
 
+def test_a_log_without_two_submits_within_twelve_hours_is_a_clear_error():
+    daily = make_jobs([(13 * 3600 * k, 100, 200, 2) for k in range(12)])  # one job every 13 h: all outages
+    with pytest.raises(ValueError, match=r"arrivals: every gap between the 12 training jobs' submits is over 43,200 s"):
+        synth.get("arrivals", max_nodes=TOY.nodes).fit(daily)
+
+
 def test_the_cli_fits_ten_jobs_quietly(tmp_path):
     rows = make_jobs(DEGENERATE["equal-gaps"], machine=TOY)
     traces.write_swf(rows, tmp_path / "ten.swf", machine=TOY)
