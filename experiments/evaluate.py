@@ -10,13 +10,16 @@ Examples::
 
 Windows are drawn once (``--seed``) from the chronological *test* split (the last 30% of the trace), and every
 scheduler runs on the same ones. Writes ``per_window.csv`` (one row per scheduler x window) and ``per_job.csv``
-(one row per scheduler x window x job) to ``--out`` (default: ``<model dir>/eval``), and prints the summary table:
-mean bounded slowdown with a 95% bootstrap interval over windows, and the win rate against FCFS+EASY.
+(one row per scheduler x window x job) to ``--out`` (default: ``<model dir>/eval``; ``<model dir>/eval-TRACE`` for a
+``--trace`` other than the run's own, so that the run's own scores stay where ``compare`` and ``seeds`` read them),
+and prints the summary table: mean bounded slowdown with a 95% bootstrap interval over windows, and the win rate
+against FCFS+EASY.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -196,6 +199,21 @@ def _runs_trace(run_dirs: Sequence[Path], read: dict[str, Any]) -> tuple[str, di
     return args["trace"], {**{k: args.get(k) or None for k in TRACE_FLAGS}, **given}
 
 
+def default_out(folders: Sequence[RunFolder], trace: str | None) -> Path:
+    """``<first run>/eval``; ``<first run>/eval-<trace>`` for another trace than the run's own.
+
+    The run's own ``eval`` folder is what ``compare``, ``seeds`` and the study read as the run's test scores, under
+    the trace its settings name: an evaluation on another trace written there would be reported under the wrong name.
+    """
+    if not folders:
+        return Path("eval")
+    own = folders[0].settings().get("trace")
+    if trace is None or trace == own:
+        return folders[0].eval
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(trace).name).strip("_") or "trace"
+    return folders[0].path / f"eval-{slug}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
     ap = cli.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__,
@@ -215,11 +233,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "[formerly --length]")
     cli.alias(ap, "--length", "--window")
     ap.add_argument("--seed", type=seed_arg, default=0, help="seed of the window draw (default: 0)")
-    ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval)")
+    ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval, or "
+                                                          "<first model>/eval-TRACE for a --trace other than the "
+                                                          "run's own)")
     args = ap.parse_args(argv)
     folders = [RunFolder(run).check("model") for run in args.model]  # every mistake before any work
     runs.check_distinct(folders)
-    out = args.out or (folders[0].eval if folders else Path("eval"))
+    out = args.out or default_out(folders, args.trace)
     runs.check_writable(out, "the output folder")
     own = dict(runs.load_agent(spec) for spec in args.agent)
     if len(own) < len(args.agent) or set(own) & {f.name for f in folders}:

@@ -237,3 +237,19 @@ def test_a_run_name_is_one_folder_name(name, tmp_path, capsys, no_work):
     code, lines = run_cli(train.main, ["--runs-dir", tmp_path / "runs", "--run-name", name, "--overwrite"], capsys)
     assert code == 2 and len(lines) == 1 and "--run-name" in lines[0], lines
     assert tree(tmp_path) == []  # "--run-name .. --overwrite" would have emptied the runs folder's parent
+
+
+def test_an_evaluation_on_another_trace_keeps_the_runs_own_scores(tmp_path):
+    """``evaluate --trace OTHER`` overwrote ``<run>/eval``, which compare and seeds report as the run's trace."""
+    from experiments.evaluate import default_out
+    from experiments.runs import RunFolder
+
+    run = tmp_path / "run-s0"
+    run.mkdir()
+    (run / "args.json").write_text(json.dumps({"trace": "lublin-256"}))
+    folder = RunFolder(run)
+    assert default_out([folder], None) == run / "eval"
+    assert default_out([folder], "lublin-256") == run / "eval"
+    assert default_out([folder], "sdsc-sp2") == run / "eval-sdsc-sp2"
+    assert default_out([folder], "/data/my log.swf") == run / "eval-my_log.swf"
+    assert default_out([], "sdsc-sp2") == Path("eval")
