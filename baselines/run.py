@@ -97,7 +97,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--window", type=cli.positive_int, default=None, help="jobs per window (default: the whole trace)")
     ap.add_argument("--windows", type=cli.positive_int, default=10,
                     help="number of windows with --window (default: 10)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default: 0)")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--no-kill", action="store_true", help="let jobs run past their walltime")
     ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet); the row "
                     "column is the job's row in the trace (its split), unique even where job ids repeat")
@@ -107,6 +107,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         priorities.get(args.policy)
     if args.backfill != "all" and args.backfill not in BACKFILL_MODES:
         ap.error(f"--backfill must be one of {BACKFILLS} or 'all'")
+    if args.no_kill and args.backfill == "conservative":  # nothing would be left to run (it crashed on an empty table)
+        ap.error("--backfill conservative needs walltime kills: drop --no-kill, or pick another --backfill")
     return args
 
 

@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--window", type=cli.positive_int, default=1024, help="jobs per tuning window [formerly --length]")
     cli.alias(ap, "--length", "--window")
     ap.add_argument("--evaluations", type=cli.positive_int, default=300, help="CMA-ES evaluations per predictor")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the windows and of CMA-ES")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the windows and of CMA-ES")
     ap.add_argument("--out", type=Path, default=None,
                     help="output file (one backfill mode) or folder (default: ./tuned/<trace>-<backfill>.json)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = traces.read(args.trace, **cli.read_options(args))
     nodes = machines.get(jobs.attrs["machine"]).nodes
     train = traces.split(jobs, "train")
+    if args.window > len(train):  # tuned.fit would cut every window to the whole split (baselines.run refuses too)
+        raise cli.UsageError(f"--window {args.window} is longer than the train split of {args.trace} "
+                             f"({len(train)} jobs): lower it")
     command = "python -m baselines.tune " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     name = str(jobs.attrs.get("name") or Path(args.trace).name)
     for backfill in args.backfill:

@@ -27,7 +27,7 @@ T = TypeVar("T")
 #: the fields whose flags come from :func:`hpcgym.cli.add_trace_args`
 TRACE_FLAGS = ("format", "machine", "columns", "round", "on_duplicate")
 #: seeds go to numpy's legacy seeding (through SB3), which takes 0 .. 2**32 - 1
-MAX_SEED = 2**32 - 1
+MAX_SEED = cli.MAX_SEED
 
 
 def flag(default: Any, text: str, **metadata: Any) -> Any:
@@ -58,15 +58,7 @@ class TraceArgs:
         return Path(self.trace).name.split(".")[0] or "trace"
 
 
-def seed_arg(text: str) -> int:
-    """An argparse type: a seed, a whole number from 0 to ``2**32 - 1`` (what numpy's and SB3's seeding take)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"a seed is between 0 and {MAX_SEED}, not {value}")
-    return value
+seed_arg = cli.seed_arg  # the shared seed type (hpcgym.cli), kept under its old name here
 
 
 def parser(cls: type, prog: str, description: str | None) -> cli.ArgumentParser:

@@ -237,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                           "<first model>/eval-TRACE for a --trace other than the "
                                                           "run's own)")
     args = ap.parse_args(argv)
+    if args.window < 2:  # the environment's own least (a window of one job has no decision)
+        ap.error(f"--window must be at least 2, not {args.window}")
     folders = [RunFolder(run).check("model") for run in args.model]  # every mistake before any work
     runs.check_distinct(folders)
     out = args.out or default_out(folders, args.trace)

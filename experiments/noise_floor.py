@@ -122,7 +122,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--backfill", choices=("none", "easy"), default="easy", help="backfilling (default: easy)")
     ap.add_argument("--sd", type=float, default=0.05, help="sd of each weight's log-normal factor (default: 0.05)")
     ap.add_argument("--draws", type=cli.positive_int, default=20, help="near-copies (default: 20)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the draws (default: 0)")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the draws (default: 0)")
     ap.add_argument("--runs", type=Path, nargs="*", default=[], help="evaluated run folders (experiments.train) "
                     "whose agent and cloned network to place among the draws")
     ap.add_argument("--out", type=Path, default=None, help="folder for draws.csv, summary.md and noise_floor.png")

@@ -61,6 +61,7 @@ from experiments.recipe import (
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 from hpcgym.errors import NoDecisionError
+from hpcgym.rewards import OBJECTIVES
 
 
 @dataclass
@@ -168,7 +169,7 @@ class Args(TraceArgs):
 CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "backfill": ("none", "easy"),
            "reward": ("objective", "log"), "start": ("best", "clone"), "features": ("v0", "v1"),
            "predictor": ("", "walltime", "last2", "median5"), "action": ("pick", "guarded", "hold"),
-           "teach": ("", "runtimes")}
+           "teach": ("", "runtimes"), "objective": OBJECTIVES}
 
 
 def parser() -> cli.ArgumentParser:
@@ -206,12 +207,13 @@ def check_args(args: Args) -> None:
     for name, least in AT_LEAST.items():
         if getattr(args, name) < least:
             raise cli.UsageError(f"{_flag(name)} must be at least {least}, not {getattr(args, name)}")
-    for flag_name, seed in [("--seed", args.seed), *(("--seeds", s) for s in args.seeds)]:
-        if not 0 <= seed <= arguments.MAX_SEED:
-            raise cli.UsageError(f"{flag_name} must be between 0 and {arguments.MAX_SEED}, not {seed}")
+    check_seeds(args)
     if not (args.learning_rate > 0 and 0 < args.val_fraction < 1 and 0 <= args.gamma <= 1):
         raise cli.UsageError("--learning-rate must be > 0, --val-fraction between 0 and 1 (both excluded), "
                              "--gamma between 0 and 1")
+    check_ranges(args)
+    if args.resume and args.overwrite:
+        raise cli.UsageError("--resume continues the run folder and --overwrite deletes it: pick one")
     least = max(args.window, SCALE_SAMPLE_JOBS)  # the environment samples that many jobs for its scales
     if args.sample_pool and args.sample_pool < least:
         raise cli.UsageError(f"--sample-pool ({args.sample_pool}) must be 0 or at least {least} (--window, and the "
@@ -228,6 +230,29 @@ def check_args(args: Args) -> None:
     names = [runs.run_name(base, s) for s in args.seeds] + [runs.seeds_folder("", base).name] if args.seeds else []
     for name in names or [args.name]:
         runs.check_name(name)
+
+
+def check_seeds(args: Args) -> None:
+    """Seeds numpy can take, and no seed twice in ``--seeds`` (its second run would stop at the first's folder)."""
+    for flag_name, seed in [("--seed", args.seed), *(("--seeds", s) for s in args.seeds)]:
+        if not 0 <= seed <= arguments.MAX_SEED:
+            raise cli.UsageError(f"{flag_name} must be between 0 and {arguments.MAX_SEED}, not {seed}")
+    if len(set(args.seeds)) < len(args.seeds):
+        raise cli.UsageError(f"--seeds repeats a seed ({' '.join(map(str, args.seeds))}): each seed is one run")
+
+
+#: the numeric settings SB3 takes without checking them, with the range each must be in (closed ends)
+RANGES = {"gae_lambda": (0.0, 1.0), "clip_range": (1e-12, float("inf")), "target_kl": (0.0, float("inf")),
+          "ent_coef": (0.0, float("inf")), "time_scale": (0.0, float("inf"))}
+
+
+def check_ranges(args: Args) -> None:
+    """Refuse a setting of :data:`RANGES` outside its range (or NaN), naming the flag."""
+    for name, (lo, hi) in RANGES.items():
+        value = getattr(args, name)
+        if not lo <= value <= hi:  # NaN fails both
+            what = f"between {lo:g} and {hi:g}" if hi < float("inf") else ("> 0" if lo > 0 else ">= 0")
+            raise cli.UsageError(f"{_flag(name)} must be {what}, not {value}")
 
 
 def _flag(name: str) -> str:

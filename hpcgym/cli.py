@@ -117,6 +117,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_SEED = 2**32 - 1  # numpy's and SB3's seeding take seeds up to this
+
+
+def seed_arg(text: str) -> int:
+    """An argparse type: a seed, a whole number from 0 to :data:`MAX_SEED` (what numpy's and SB3's seeding take)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"a seed is between 0 and {MAX_SEED}, not {value}")
+    return value
+
+
 def machine_arg(text: str):
     """An argparse type: a :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``."""
     from hpcgym import machines

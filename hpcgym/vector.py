@@ -63,7 +63,11 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
     def __init__(self, num_envs: int = 1, **env_kwargs: Any):
         if whole_number(num_envs, "num_envs") < 1:
             raise ValueError(f"num_envs must be >= 1, not {num_envs}")
-        env_kwargs.pop("max_episode_steps", None)  # gymnasium.make_vec passes the spec's (None)
+        limit = env_kwargs.pop("max_episode_steps", None)  # gymnasium.make_vec passes the spec's (None)
+        if limit is not None:  # the compiled batch has no step limit; ignoring it would run every episode to its end
+            raise ValueError(f"max_episode_steps={limit!r}: the vector environment does not truncate episodes (each "
+                             "ends when its window is scheduled); for a step limit, vectorize the single environment "
+                             "(gymnasium.make_vec(..., vectorization_mode='sync'))")
         self.num_envs = int(num_envs)
         template = SchedulingEnv(**env_kwargs)
         self.single_observation_space = template.observation_space

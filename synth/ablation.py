@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                           "theta-2022)")
     cli.add_trace_args(ap)
     ap.add_argument("--shuffles", type=int, default=2, help="draws of each shuffled row (default 2)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the first draw (default 0)")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the first draw (default 0)")
     ap.add_argument("--only", nargs="+", choices=list(ABLATIONS), metavar="NAME",
                     help=f"these rows only (default: all of {', '.join(ABLATIONS)})")
     ap.add_argument("--out", type=Path, default=None, help="CSV of every draw (default: none, printed only)")

@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the synthesizer (with those of installed packages: docs/extend.md; default: arrivals)")
     ap.add_argument("--split", default="train", choices=["train", "all"], help="default: train (first 70%%)")
     ap.add_argument("--epochs", type=int, default=None, help="training epochs (neural models)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the fit (default: 0)")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the fit (default: 0)")
     ap.add_argument("--out", type=Path, required=True,
                     help="directory to save the model in (its state is a pickle: share such folders only with "
                          "people who trust you, and load only folders you trust)")

@@ -149,7 +149,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the real trace")
     p.add_argument("--n-synthetic", type=int, default=None,
                    help="synthetic jobs to sample (and the cap for trace files); default: the test split's size")
-    p.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling and every subsample")
+    p.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of fitting, sampling and every subsample")
     p.add_argument("--samples", type=int, default=None,
                    help="samples of a model to score (seeds SEED, SEED+1, ...); the summary and the targets are their "
                         f"mean (default {DEFAULT_SAMPLES} for a model, 1 for a trace file, which is one sample)")

@@ -27,7 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, required=True, help="a directory written by synth.fit (required; it holds "
                     "a pickle: load only folders you trust)")
     ap.add_argument("--jobs", type=cli.positive_int, default=10_000, help="jobs to sample (default: 10,000)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the sample: the same seed, the same jobs (default: 0)")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0,
+                    help="seed of the sample: the same seed, the same jobs (default: 0)")
     ap.add_argument("--machine", default=None,
                     help="catalog machine for the SWF header and processor fields (default: the model's own)")
     ap.add_argument("--out", type=Path, required=True, help="output .swf[.gz] or .csv file (required)")

@@ -271,6 +271,8 @@ def test_traces_info_generic_csv():
 
 @pytest.mark.parametrize("args, needles", [
     (["--window", "0"], ["--window", "at least 1"]),
+    (["--trace", "lublin-256", "--no-kill", "--backfill", "conservative"], ["--backfill conservative", "--no-kill"]),
+    (["--trace", "lublin-256", "--seed", "-1"], ["--seed", "between 0 and"]),
     (["--window", "10", "--windows", "0"], ["--windows", "at least 1"]),
     (["--trace", "tests/data/csv/alcf_header_only.csv"], ["no valid jobs"]),
     (["--trace", "lublin-256", "--window", "100000"], ["longer than the trace"]),

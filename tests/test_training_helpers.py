@@ -17,6 +17,7 @@ from stable_baselines3.common.logger import Logger
 
 from agents import callbacks
 from agents.rollout import act, play_windows
+from hpcgym import cli
 from hpcgym.sim import simulate
 from hpcgym.testing import TOY, make_jobs
 
@@ -234,3 +235,35 @@ def test_ppo_beats_its_untrained_network_on_a_tiny_task():
     trained = score()
     sjf = np.mean([heuristic_bsld("sjf", s) for s in STARTS])
     assert trained == pytest.approx(sjf, rel=1e-9) and untrained > 2 * sjf, (untrained, trained, sjf)
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--gae-lambda", "2"], "--gae-lambda must be between 0 and 1, not 2.0"),
+    (["--clip-range", "-1"], "--clip-range must be > 0"),
+    (["--target-kl", "-1"], "--target-kl must be >= 0"),
+    (["--ent-coef", "nan"], "--ent-coef must be >= 0, not nan"),
+    (["--time-scale", "-5"], "--time-scale must be >= 0"),
+    (["--objective", "nope"], "--objective must be one of"),
+    (["--seeds", "0", "1", "0"], r"--seeds repeats a seed \(0 1 0\)"),
+])
+def test_settings_sb3_would_take_unchecked_are_refused_before_any_work(tmp_path, extra, needle):
+    """These went to MaskablePPO as given (a negative target KL stops every update), or failed after a fit."""
+    from experiments import train
+
+    with pytest.raises(cli.UsageError, match=needle):
+        train.parse_args(["--trace", "lublin-256", "--workload", "real", "--runs-dir", str(tmp_path), *extra])
+
+
+def test_resume_and_overwrite_together_are_refused(tmp_path):
+    import dataclasses
+    import json
+
+    from experiments import train
+
+    base = ["--trace", "lublin-256", "--workload", "real", "--runs-dir", str(tmp_path), "--run-name", "mine"]
+    args = train.parse_args(base)
+    (tmp_path / args.name).mkdir()
+    (tmp_path / args.name / "args.json").write_text(json.dumps(dataclasses.asdict(args)))
+    assert train.parse_args([*base, "--resume"]).resume  # the control: the run exists and resumes
+    with pytest.raises(cli.UsageError, match="--resume continues the run folder and --overwrite deletes it"):
+        train.parse_args([*base, "--resume", "--overwrite"])

@@ -100,3 +100,10 @@ def test_sb3_trains_both_algorithms_on_the_vector_env(tmp_path):
     masks = np.stack(env.env_method("action_masks"))
     obs = env.reset()
     assert masks.shape == (4, 32) and obs.shape == (4, 33, 8)
+
+
+def test_a_step_limit_is_refused_not_ignored():
+    """``max_episode_steps`` was dropped without a word: episodes ran to their end while ``hpcgym.make`` truncated."""
+    with pytest.raises(ValueError, match="max_episode_steps=3: the vector environment does not truncate"):
+        hpcgym.make_vec("lublin256-v0", num_envs=2, max_episode_steps=3)
+    assert hpcgym.make_vec("lublin256-v0", num_envs=2).num_envs == 2  # the spec's None still passes
