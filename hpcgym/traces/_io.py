@@ -260,7 +260,7 @@ def csv_header(path: str | Path) -> list[str]:
     return [str(c) for c in pd.read_csv(io.BytesIO(first), nrows=0, dtype=str).columns]
 
 
-def check_field_counts(path: str | Path, fields: int) -> None:
+def check_field_counts(path: str | Path, fields: int, data: bytes | None = None) -> None:
     """Raise :class:`~hpcgym.errors.TraceFormatError` at the first line with more fields than the header's ``fields``.
 
     pandas reads only the columns it is asked for and drops the rest of a longer line without a word, so a value
@@ -268,8 +268,7 @@ def check_field_counts(path: str | Path, fields: int) -> None:
     to the column checks (their empty cells are reported there). Unquoted files are counted with numpy on the bytes;
     a file with quotes goes through :mod:`csv`, which knows a quoted comma from a separator.
     """
-    with (gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")) as fh:
-        data = fh.read()
+    data = read_bytes(path) if data is None else data  # ``data``: the file's bytes, when the caller has them
     if b'"' in data:
         text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline="")
         reader = csv.reader(text)
@@ -281,8 +280,8 @@ def check_field_counts(path: str | Path, fields: int) -> None:
     ends = np.flatnonzero(raw == ord("\n"))
     if not ends.size or ends[-1] != raw.size - 1:
         ends = np.append(ends, raw.size)  # a last line without a newline
-    commas = np.concatenate([[0], np.cumsum(raw == ord(","))])
-    per_line = commas[ends] - commas[np.concatenate([[0], ends[:-1] + 1])] + 1
+    before = np.searchsorted(np.flatnonzero(raw == ord(",")), ends)  # commas before each line's end
+    per_line = np.diff(before, prepend=0) + 1
     over = np.flatnonzero(per_line > fields)
     if over.size:
         line = int(over[0])
@@ -359,19 +358,19 @@ class CsvSource:
                  text: tuple[str, ...] = (), strings: tuple[str, ...] = ()):
         self.path = path
         self.header = csv_header(path)
-        check_field_counts(path, len(self.header))
+        data = read_bytes(path)  # once: the field counts are checked on it and pandas parses it
+        check_field_counts(path, len(self.header), data)
         missing = [c for c in required if c not in self.header]
         if missing:
             raise TraceFormatError(path, 1, ",".join(missing), "missing column(s) in the CSV header")
         self._strings: dict[str, pd.Series] = {}
-        self._compression = "gzip" if is_gzip(path) else None
         numeric = tuple(dict.fromkeys(c for c in numeric if c in self.header))
         text = tuple(dict.fromkeys(c for c in text if c in self.header and c not in numeric))
         strings = tuple(c for c in dict.fromkeys(strings) if c in self.header and c not in numeric + text)
         dtypes = {c: np.float64 for c in numeric} | {c: "category" for c in text} | {c: str for c in strings}
         try:
-            table = pd.read_csv(path, usecols=list(dtypes), dtype=dtypes, engine="c", na_values=[""],
-                                keep_default_na=False, compression=self._compression)
+            table = pd.read_csv(io.BytesIO(data), usecols=list(dtypes), dtype=dtypes, engine="c", na_values=[""],
+                                keep_default_na=False)
         except (ValueError, pd.errors.ParserError):  # a bad value: every column the slow way, for the message
             raw = csv_columns(path, required, usecols=list(dtypes))
             self._strings = {c: raw[c] for c in raw.columns}
