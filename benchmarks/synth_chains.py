@@ -86,9 +86,9 @@ def held(jobs: pd.DataFrame, nodes: int, big: int, q: float, think: np.ndarray, 
     Every try draws the same random numbers (``seed``), so the load is a function of the compression alone; where
     even ``min_compression`` leaves the load below the target, that is what is returned.
     """
-    target = offered_load(jobs, nodes)
     if q == 0:
         return jobs, 1.0
+    target = offered_load(jobs, nodes)
 
     def attempt(c: float) -> pd.DataFrame:
         return chained(jobs, big, q, think, c, np.random.default_rng(seed))

@@ -26,8 +26,6 @@ from hpcgym import cli
 T = TypeVar("T")
 #: the fields whose flags come from :func:`hpcgym.cli.add_trace_args`
 TRACE_FLAGS = ("format", "machine", "columns", "round", "on_duplicate")
-#: seeds go to numpy's legacy seeding (through SB3), which takes 0 .. 2**32 - 1
-MAX_SEED = cli.MAX_SEED
 
 
 def flag(default: Any, text: str, **metadata: Any) -> Any:
@@ -56,9 +54,6 @@ class TraceArgs:
     def trace_label(self) -> str:
         """The trace's short name (a path's file name without extensions)."""
         return Path(self.trace).name.split(".")[0] or "trace"
-
-
-seed_arg = cli.seed_arg  # the shared seed type (hpcgym.cli), kept under its old name here
 
 
 def parser(cls: type, prog: str, description: str | None) -> cli.ArgumentParser:

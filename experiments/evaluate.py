@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from baselines import references
 from experiments import runs
-from experiments.arguments import TRACE_FLAGS, seed_arg
+from experiments.arguments import TRACE_FLAGS
 from experiments.runs import REFERENCE, Agent, RunFolder
 from hpcgym import cli, machines, metrics, traces
 from hpcgym import io as hpcgym_io
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--window", type=cli.positive_int, default=1024, help="jobs per window (default: 1024) "
                     "[formerly --length]")
     cli.alias(ap, "--length", "--window")
-    ap.add_argument("--seed", type=seed_arg, default=0, help="seed of the window draw (default: 0)")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval, or "
                                                           "<first model>/eval-TRACE for a --trace other than the "
                                                           "run's own)")

@@ -235,8 +235,8 @@ def check_args(args: Args) -> None:
 def check_seeds(args: Args) -> None:
     """Seeds numpy can take, and no seed twice in ``--seeds`` (its second run would stop at the first's folder)."""
     for flag_name, seed in [("--seed", args.seed), *(("--seeds", s) for s in args.seeds)]:
-        if not 0 <= seed <= arguments.MAX_SEED:
-            raise cli.UsageError(f"{flag_name} must be between 0 and {arguments.MAX_SEED}, not {seed}")
+        if not 0 <= seed <= cli.MAX_SEED:
+            raise cli.UsageError(f"{flag_name} must be between 0 and {cli.MAX_SEED}, not {seed}")
     if len(set(args.seeds)) < len(args.seeds):
         raise cli.UsageError(f"--seeds repeats a seed ({' '.join(map(str, args.seeds))}): each seed is one run")
 

@@ -70,15 +70,6 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _HEADER_TOLERANCE = 0.25
 
 
-def _round_default(values: np.ndarray, key: str) -> None:
-    """Round a field in place as the canonical table does without a policy (run and walltime up, submit down)."""
-    mode = ROUND_DEFAULTS[key]
-    if mode == "ceil":
-        np.ceil(values, out=values)
-    elif mode == "floor":
-        np.floor(values, out=values)
-
-
 def _field_name(i: int) -> str:
     return f"{i + 1} ({FIELDS[i]})"
 
@@ -324,12 +315,12 @@ class _Columns:
         def line(r: int) -> int:
             return int(lines[r])
 
-        def whole(col: int, key: str) -> np.ndarray:  # lines the scan passed are whole where no policy rounds
-            if key in self.rounding.policy:
-                t[col] = self.rounding.whole(t[col], key, _field_name(col), line, text(col))
+        def whole(col: int, key: str) -> np.ndarray:  # the policy's rounding, else the canonical default's
+            given = t[col]
+            rounded = self.rounding.whole(given, key, _field_name(col), line, text(col))
+            if rounded is not given:  # a fraction was rounded: the bounds may move
+                t[col] = rounded
                 lo[col], hi[col] = (t[col].min(), t[col].max()) if n else (0, 0)
-            else:
-                _round_default(t[col], key)
             return t[col]
 
         def dtype(col: int) -> type | None:  # int32 or int64 from the bounds; beyond 2**53 raises
