@@ -207,7 +207,7 @@ class SchedulingEnv(gym.Env):
         if features not in observation.WIDTH:
             raise ValueError(f"features must be one of {sorted(observation.WIDTH)}, not {features!r}")
         self.features = features
-        self.predictor = predict.get(predictor)
+        self.predictor = predict.get(predictor, trace=_trace_name(workload))
         self.invalid_action = invalid_action
         window, slots = whole_number(window, "window"), whole_number(slots, "slots")
         if window < 2 or slots < 1:
@@ -452,6 +452,21 @@ def longest_walltime(jobs: pd.DataFrame) -> float:
     return float(max(jobs["walltime"].max(), 60))
 
 
+def _reads_estimates(name: str, pred: predict.Predictor) -> bool:
+    """Whether a heuristic on predictor ``name`` reads the estimates of ``pred`` (a bare ``learned``: any model)."""
+    if name.lower() == predict.LEARNED_NAME:
+        return pred.code == predict.LEARNED
+    return predict.get(name) == pred
+
+
+def _trace_name(workload: Any) -> str | None:
+    """The trace a workload argument names, for a bare ``predictor="learned"`` (its model is that trace's)."""
+    if isinstance(workload, str):
+        return workload
+    attrs = getattr(workload, "attrs", None)
+    return attrs.get("name") if isinstance(attrs, dict) else None
+
+
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
     """The keys an episode's last ``info`` adds (see the class docstring)."""
     return {"metrics": result.metrics, "records": result.records, "window_start": window_start,
@@ -473,10 +488,10 @@ def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
     sim = base.sim
     if policy.predictor == "walltime":
         estimate = sim.limit
+    elif _reads_estimates(policy.predictor, sim.predictor):
+        estimate = sim.wall
     elif predict.get(policy.predictor).clairvoyant:
         estimate = sim.hold
-    elif predict.get(policy.predictor) == sim.predictor:
-        estimate = sim.wall
     else:
         raise ValueError(f"{policy.name} reads the {policy.predictor} predictor's estimates; this environment's are "
                          f"{sim.predictor.name!r} (pass predictor={policy.predictor!r})")

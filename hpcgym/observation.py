@@ -208,7 +208,7 @@ def _reservation(sc, begin, queue, rs, nodes, mode):  # pragma: no cover - compi
 @nb.njit(cache=True)
 def build_v1(obs, mask, jobs, st, mode, inv_time):  # pragma: no cover - compiled
     """Fill the ``v1`` columns (after :func:`build_state` filled the ``v0`` ones)."""
-    _, hold, wall, nodes, _, limit, user = jobs
+    _, hold, wall, nodes, _, limit, user, _ = jobs
     sc, begin, _, _, q, _, _, rs, _, _, hist, hcount, _ = st
     slots = obs.shape[0] - 1
     n = len(begin)
@@ -301,9 +301,9 @@ def observe_rows(slots, lengths, status, jobs, st, code, mode, obs, mask, scales
         # Row i's first n jobs, written out (hpcgym.sim.state.row then prefix): a helper that took the batch's
         # tuples would cost numba a reference count per array at every row.
         n = lengths[i]
-        submit, hold, wall, nodes, key, limit, user = jobs
+        submit, hold, wall, nodes, key, limit, user, model = jobs
         sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st
-        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n])
+        ji = (submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n], model[i])
         si = (sc[i], start[i, :n], first[i, :n], res[i], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n], pt[i],
               pu[i], hist[i], hcount[i], held[i, :n])
         chosen = HOLD_CHOICE if slots[i] == obs.shape[1] - 1 else q[i, sc[i, QS] + slots[i]]

@@ -77,7 +77,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self.render_mode = None
         self.time_scale: float = template.time_scale  #: seconds the time features map to 1 (the single env's)
         self.scales: Scales = template.scales  #: the observation's scales, shared by every copy (clocks aside)
-        self.buffers = Buffers.allocate(template.window, (self.num_envs,), history=template.predictor.k)
+        self.buffers = Buffers.for_predictor(template.window, template.predictor, (self.num_envs,))
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
         self._mask = np.zeros((self.num_envs, template.action_space.n), bool)
         self.envs = [template.copy_for_vector(self.buffers.row(i), self._obs[i], self._mask[i])

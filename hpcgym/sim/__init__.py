@@ -73,7 +73,7 @@ def start_times(jobs: pd.DataFrame, nodes: int, policy: PriorityPolicy | str, ba
     predictor (:mod:`hpcgym.sim.predict`).
     """
     policy = heuristics.get(policy)
-    pred = predict.get(policy.predictor if predictor is None else predictor)
+    pred = predict.get(policy.predictor if predictor is None else predictor, trace=jobs.attrs.get("name"))
     check(jobs, nodes, backfill, kill_at_walltime, pred)
     if len(jobs) == 0:
         empty = np.empty(0, np.int64)

@@ -124,8 +124,8 @@ def next_event(sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, lim
 
 
 @borrowing
-def predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, user, hist,
-                     hcount):  # pragma: no cover - compiled
+def predict_arrivals(code, sc, q, cand, begin, submit, hold, wall, nodes, key, limit, user, hist, hcount,
+                     model):  # pragma: no cover - compiled
     """With a predictor, after :func:`next_event`: the history, then the arrivals with their estimates.
 
     The jobs released now join their users' history; each arriving job gets its estimate (in ``wall``) and its
@@ -137,7 +137,7 @@ def predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, u
     t = sc[T]
     i = sc[NEXT]
     while i < len(submit) and submit[i] == t:
-        wall[i] = predict(i, sc, hist, hcount, user, hold, limit)
+        wall[i] = predict(i, t, sc, hist, hcount, user, hold, limit, nodes, begin, model)
         key[i] = priority(code, 0, submit[i], wall[i], nodes[i], key[i])
         i += 1
     enqueue_arrivals(t, sc, q, key, submit)

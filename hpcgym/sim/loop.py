@@ -157,7 +157,7 @@ def advance(jobs, st, code, mode, chosen, external):  # pragma: no cover - compi
     Returns :data:`DECIDE` (only when ``external``) or :data:`DONE`.
     """
     # The named tuples are unpacked once, here: the helpers take arrays (see hpcgym.sim.queue).
-    submit, hold, wall, nodes, key, limit, user = jobs
+    submit, hold, wall, nodes, key, limit, user, model = jobs
     sc, begin, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st
     while True:
         t = sc[T]
@@ -181,7 +181,8 @@ def advance(jobs, st, code, mode, chosen, external):  # pragma: no cover - compi
         if not next_event(sc, q, heap, rs, begin, cand, submit, hold, wall, nodes, key, limit):
             return DONE
         if sc[PRED] != WALLTIME:  # the history and the arrivals, with their predictions (hpcgym.sim.events)
-            predict_arrivals(code, sc, q, cand, submit, hold, wall, nodes, key, limit, user, hist, hcount)
+            predict_arrivals(code, sc, q, cand, begin, submit, hold, wall, nodes, key, limit, user, hist, hcount,
+                             model)
         if sc[HOLD_AT] >= 0:  # the first event after a hold
             actions.end_hold(sc[T], sc, q, submit, held, nodes)
 

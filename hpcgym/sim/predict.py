@@ -14,6 +14,11 @@ The predictors (:data:`PREDICTORS`):
   whole seconds; with one finished job, its runtime.
 - ``median5``: the median of the same user's last five finished jobs' runtimes (the mean of the two middle ones
   for an even count), rounded up.
+- ``learned``: a tree ensemble fitted on the log's past (``baselines.learned``) predicts the log runtime from the
+  job's request and its user's last :data:`hpcgym.sim.learned.K` finished jobs (:mod:`hpcgym.sim.learned` defines
+  the features). It needs a model: ``learned:NAME`` reads the model fitted for trace ``NAME`` (``./predictors/``
+  first, then the bundled ones), ``learned:PATH.json`` a model file, and a bare ``learned`` the model of the trace
+  a job table comes from (``jobs.attrs["name"]``, where the caller passes the table).
 - ``exact``: the job's own runtime. It is *clairvoyant*: no real scheduler has it. It exists to measure the room
   that better estimates leave (the clairvoyant reference row of the evaluation tables).
 
@@ -35,17 +40,21 @@ does, and a reservation may then move *later*: with predictions a reservation is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numba as nb
 import numpy as np
 
 from hpcgym.errors import UnknownNameError
+from hpcgym.sim import learned
 from hpcgym.sim.state import PK, PRED, borrowing
 
 # Codes of the compiled predictors.
-WALLTIME, MEAN, MEDIAN, EXACT = range(4)
-HISTORY_CODES = (MEAN, MEDIAN)
+WALLTIME, MEAN, MEDIAN, EXACT, LEARNED = range(5)
+HISTORY_CODES = (MEAN, MEDIAN, LEARNED)
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,8 @@ class Predictor:
         k: how many of the user's finished jobs it reads (0: none).
         description: what it predicts, for docs and tables.
         clairvoyant: whether it reads the job's own runtime (not implementable by a real scheduler).
+        model: the learned predictor's packed tree ensemble (:mod:`hpcgym.sim.learned`); ``None`` for the rules.
+        source: where the model came from (a file), for tables and messages.
     """
 
     name: str
@@ -65,12 +76,23 @@ class Predictor:
     k: int = 0
     description: str = ""
     clairvoyant: bool = False
+    model: np.ndarray | None = field(default=None, repr=False, compare=False)
+    source: str = ""
 
     def __post_init__(self) -> None:
-        if self.code not in (WALLTIME, MEAN, MEDIAN, EXACT):
+        if self.code not in (WALLTIME, MEAN, MEDIAN, EXACT, LEARNED):
             raise ValueError(f"predictor {self.name!r}: unknown code {self.code}")
         if (self.code in HISTORY_CODES) != (self.k > 0):
             raise ValueError(f"predictor {self.name!r}: a history predictor needs k >= 1, the others k = 0")
+        if (self.code == LEARNED) != (self.model is not None):
+            raise ValueError(f"predictor {self.name!r}: the learned code needs a model, and only it takes one")
+        if self.model is not None:
+            learned.check_model(self.model)
+
+    @property
+    def arrays(self) -> np.ndarray:
+        """The packed model the engine reads (an empty one for the rules)."""
+        return learned.EMPTY if self.model is None else self.model
 
     @property
     def history(self) -> bool:
@@ -87,16 +109,63 @@ EXACT_PREDICTOR = Predictor("exact", EXACT, description="the job's own runtime (
 PREDICTORS: dict[str, Predictor] = {p.name: p for p in (WALLTIME_PREDICTOR, LAST2, MEDIAN5, EXACT_PREDICTOR)}
 
 
-def get(name: str | Predictor | None) -> Predictor:
-    """Look a predictor up by name (``None``: the walltime); a predictor object passes through."""
+LEARNED_NAME = "learned"
+#: Where ``learned:NAME`` looks for the model fitted for trace ``NAME``: here first (``baselines.learned`` writes
+#: there by default), then the bundled fits.
+LOCAL_MODELS = Path("predictors")
+BUNDLED_MODELS = Path(__file__).resolve().parents[1] / "data" / "predictors"
+
+
+def get(name: str | Predictor | None, trace: str | None = None) -> Predictor:
+    """Look a predictor up by name (``None``: the walltime); a predictor object passes through.
+
+    ``learned:NAME`` or ``learned:PATH`` loads a learned model (see the module docstring); a bare ``learned`` loads
+    the one fitted for ``trace``.
+    """
     if name is None:
         return WALLTIME_PREDICTOR
     if isinstance(name, Predictor):
         return name
     key = name.lower()
+    if key == LEARNED_NAME or key.startswith(LEARNED_NAME + ":"):
+        where = name[len(LEARNED_NAME) + 1:] or trace
+        if not where:
+            raise ValueError("the learned predictor needs a model: name it learned:TRACE or learned:PATH.npz (fit "
+                             "one with python -m baselines.learned --trace TRACE)")
+        return load_learned(model_path(where))
     if key not in PREDICTORS:
-        raise UnknownNameError("predictor", name, PREDICTORS)
+        raise UnknownNameError("predictor", name, (*PREDICTORS, "learned:TRACE"))
     return PREDICTORS[key]
+
+
+def model_path(where: str) -> Path:
+    """The model file that ``learned:where`` names: a path, or the fit for trace ``where`` (local, then bundled)."""
+    if where.endswith(".npz") or "/" in where or "\\" in where:
+        path = Path(where)
+        if not path.is_file():
+            raise FileNotFoundError(f"no runtime model at {path}")
+        return path
+    stem = Path(where).name.lower()
+    for folder in (LOCAL_MODELS, BUNDLED_MODELS):
+        if (folder / f"{stem}.npz").is_file():
+            return folder / f"{stem}.npz"
+    raise FileNotFoundError(f"no learned runtime model for trace {where!r} in ./{LOCAL_MODELS}/ or the bundled "
+                            f"ones: fit one with python -m baselines.learned --trace {where}")
+
+
+def load_learned(path: str | Path) -> Predictor:
+    """The learned predictor of a model file written by ``baselines.learned`` (loaded once per file version)."""
+    path = Path(path).resolve()
+    return _load_learned(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_learned(path: str, stamp: int) -> Predictor:
+    with np.load(path, allow_pickle=False) as data:
+        model = np.ascontiguousarray(data["model"], np.float64)
+        about = json.loads(str(data["about"])) if "about" in data else {}
+    text = about.get("description", "a tree ensemble of log runtime on the job and its user's history")
+    return Predictor(LEARNED_NAME, LEARNED, learned.K, description=text, model=model, source=path)
 
 
 def user_index(users: np.ndarray) -> tuple[np.ndarray, int]:
@@ -117,7 +186,7 @@ def user_index(users: np.ndarray) -> tuple[np.ndarray, int]:
 def remember(j, sc, hist, hcount, user):  # pragma: no cover - compiled
     """Job ``j`` finished: add it to its user's history (a ring of the last ``k``)."""
     u = user[j]
-    if sc[PRED] == MEAN or sc[PRED] == MEDIAN:
+    if sc[PRED] == MEAN or sc[PRED] == MEDIAN or sc[PRED] == LEARNED:
         if u >= 0:
             k = sc[PK]
             hist[u * k + hcount[u] % k] = j
@@ -143,11 +212,13 @@ def _ranked(hist, base, m, hold, r):  # pragma: no cover - compiled
 
 
 @borrowing
-def predict(j, sc, hist, hcount, user, hold, limit):  # pragma: no cover - compiled
-    """The estimate of job ``j`` at its arrival, from its user's finished jobs (see the module docstring)."""
+def predict(j, t, sc, hist, hcount, user, hold, limit, nodes, begin, model):  # pragma: no cover - compiled
+    """The estimate of job ``j`` at its arrival ``t``, from its user's finished jobs (see the module docstring)."""
     code = sc[PRED]
     if code == EXACT:
         return hold[j]
+    if code == LEARNED:
+        return learned.estimate(j, t, model, hist, hcount, user, begin, hold, limit, nodes)
     u = user[j]
     if code == WALLTIME or u < 0 or hcount[u] == 0:
         return limit[j]
@@ -166,5 +237,5 @@ def predict(j, sc, hist, hcount, user, hold, limit):  # pragma: no cover - compi
     return max(1, min(limit[j], guess))
 
 
-__all__ = ["EXACT_PREDICTOR", "LAST2", "MEDIAN5", "PREDICTORS", "Predictor", "WALLTIME_PREDICTOR", "get", "predict",
-           "remember", "user_index"]
+__all__ = ["EXACT_PREDICTOR", "LAST2", "LEARNED_NAME", "MEDIAN5", "PREDICTORS", "Predictor", "WALLTIME_PREDICTOR",
+           "get", "load_learned", "model_path", "predict", "remember", "user_index"]

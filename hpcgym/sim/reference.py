@@ -47,7 +47,9 @@ from simpy.events import NORMAL, URGENT
 
 POLICIES = ("fcfs", "sjf", "ljf", "saf", "wfp3", "unicep", "f1")
 BACKFILLS = ("none", "easy", "conservative", "rlscheduler")
-PREDICTORS = ("walltime", "last2", "median5", "exact")
+PREDICTORS = ("walltime", "last2", "median5", "exact", "learned")
+#: How many of a user's finished jobs the learned predictor's features read.
+LEARNED_HISTORY = 8
 
 _RELEASE = URGENT
 _ARRIVAL = NORMAL
@@ -112,13 +114,21 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def predict_runtime(predictor: str, job: _Job, hold: int, past: list[tuple[int, int, int]]) -> int:
+def predict_runtime(predictor: str, job: _Job, hold: int, past: list[tuple[int, int, int]],
+                    learned: Callable[[list[float]], float] | None = None, walltimes: list[int] | None = None) -> int:
     """The estimate of ``job`` on arrival, from ``past``: its user's finished jobs as ``(end, row, hold)``.
 
-    Written from the definitions in ``hpcgym/sim/predict.py``'s docstring, not from its code.
+    ``learned`` (the learned predictor only) maps a feature row to the log runtime; ``walltimes[row]`` is each
+    job's walltime. Written from the definitions in the docstrings of ``hpcgym/sim/predict.py`` and
+    ``hpcgym/sim/learned.py``, not from their code.
     """
     if predictor == "exact":
         return hold
+    if predictor == "learned":
+        assert learned is not None and walltimes is not None
+        raw = learned(learned_features(job, sorted(past) if job.user >= 0 else [], walltimes))
+        value = math.exp(raw)
+        return job.walltime if value >= job.walltime else max(1, math.ceil(value))
     if predictor == "walltime" or job.user < 0 or not past:
         return job.walltime
     if predictor == "last2":
@@ -129,6 +139,27 @@ def predict_runtime(predictor: str, job: _Job, hold: int, past: list[tuple[int, 
         m = len(recent)
         guess = recent[m // 2] if m % 2 else _ceil_div(recent[m // 2 - 1] + recent[m // 2], 2)
     return max(1, min(job.walltime, guess))
+
+
+def learned_features(job: _Job, past: list[tuple[int, int, int]], walltimes: list[int]) -> list[float]:
+    """The learned predictor's features of ``job`` at its arrival; ``past`` sorted by (end, row), oldest first."""
+    nan = float("nan")
+    w, count = job.walltime, len(past)
+    if count == 0:
+        return [w, job.nodes, 0, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, nan]
+    recent = past[-LEARNED_HISTORY:]
+    holds = [h for _, _, h in recent]
+    walls = [walltimes[row] for _, row, _ in recent]
+    last_end = recent[-1][0]
+    five = sorted(holds[-5:])
+    middle = ((five[(len(five) - 1) // 2] + five[len(five) // 2]) / 2.0)
+    ratio_sum = 0.0
+    for h, r in zip(holds, walls, strict=True):
+        ratio_sum += h / r
+    same = [h for h, r in zip(holds, walls, strict=True) if r == w]
+    ratio = holds[-1] / walls[-1]
+    return [w, job.nodes, count, holds[-1], sum(holds[-2:]) / len(holds[-2:]), middle, max(holds), min(holds), ratio,
+            ratio_sum / len(holds), ratio * w, same[-1] if same else nan, len(same), job.submit - last_end]
 
 
 class _LateEvent(simpy.events.Event):
@@ -148,13 +179,16 @@ class _ReferenceSim:
     """The state of one reference simulation and its SimPy processes."""
 
     def __init__(self, jobs: list[_Job], nodes: int, policy: str, backfill: str, kill_at_walltime: bool,
-                 predictor: str = "walltime", scan: str | None = None):
+                 predictor: str = "walltime", scan: str | None = None,
+                 learned: Callable[[list[float]], float] | None = None):
         self.predictor = predictor
+        self.learned = learned
         self.scan = scan
         self.finished: dict[int, list[tuple[int, int, int]]] = {}  # user -> (end, row, hold) of finished jobs
         self.corrected_at = -1  # the last time an estimate was raised to the walltime
         self.env = simpy.Environment()
         self.jobs = jobs
+        self.walltimes = [job.walltime for job in jobs]  # by row
         self.nodes = nodes
         self.free = nodes
         self.policy = policy
@@ -183,7 +217,8 @@ class _ReferenceSim:
 
     def _arrive(self, job: _Job) -> Generator[simpy.events.Event, None, None]:
         yield _LateEvent(self.env, job.submit, _ARRIVAL)
-        job.estimate = predict_runtime(self.predictor, job, self._hold_time(job), self.finished.get(job.user, []))
+        job.estimate = predict_runtime(self.predictor, job, self._hold_time(job), self.finished.get(job.user, []),
+                                       self.learned, self.walltimes)
         self.queue.append(job)
         self._request_pass()
 
@@ -369,7 +404,7 @@ def _check(jobs: pd.DataFrame, nodes: int, policy: str, backfill: str, kill_at_w
 
 def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", backfill: str = "none",
                        kill_at_walltime: bool = True, predictor: str = "walltime",
-                       scan: str | None = None) -> np.ndarray:
+                       scan: str | None = None, learned: Callable[[list[float]], float] | None = None) -> np.ndarray:
     """Start time (int64) of every job, aligned with the rows of `jobs`.
 
     Args:
@@ -381,6 +416,8 @@ def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", bac
         kill_at_walltime: end each job at ``start + min(run, walltime)`` instead of ``start + run``.
         predictor: the runtime predictor, one of :data:`PREDICTORS` (it reads the column ``user``).
         scan: under EASY, the order of the backfill scan when it is not the queue's (a policy name).
+        learned: with ``predictor="learned"``, the model: a feature row (``hpcgym/sim/learned.py``) to the log
+            runtime (e.g. a fitted scikit-learn regressor's ``predict`` on one row).
 
     Returns:
         An int64 array with the start time of every row of ``jobs``.
@@ -395,4 +432,6 @@ def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", bac
     users = jobs["user"].to_numpy(np.int64).tolist() if "user" in jobs else [-1] * len(jobs)
     table = [_Job(row, *values, user=u) for row, (values, u) in enumerate(zip(zip(*cols, strict=True), users,
                                                                               strict=True))]
-    return _ReferenceSim(table, int(nodes), policy, backfill, kill_at_walltime, predictor, scan).run()
+    if (predictor == "learned") != (learned is not None):
+        raise ValueError("the learned predictor needs its model (learned=), and only it takes one")
+    return _ReferenceSim(table, int(nodes), policy, backfill, kill_at_walltime, predictor, scan, learned).run()

@@ -80,7 +80,7 @@ def engine_jobs(submit: np.ndarray, hold: np.ndarray, walltime: np.ndarray, node
         key = static_keys(code, submit, walltime, nodes, keys)
     else:
         key = np.array(keys, np.float64)
-    return Jobs(submit, hold, walltime.copy(), nodes, key, walltime, users), n_users
+    return Jobs(submit, hold, walltime.copy(), nodes, key, walltime, users, predictor.arrays), n_users
 
 
 @dataclass
@@ -96,12 +96,19 @@ class Buffers:
     state: State
 
     @classmethod
-    def allocate(cls, capacity: int, copies: tuple[int, ...] = (), history: int = 0) -> Buffers:
+    def allocate(cls, capacity: int, copies: tuple[int, ...] = (), history: int = 0,
+                 model_rows: int = 1) -> Buffers:
         """Fresh arrays for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N copies).
 
-        ``history``: the entries per user a history predictor keeps (0: none).
+        ``history``: the entries per user a history predictor keeps (0: none); ``model_rows``: the rows of a
+        learned predictor's packed model.
         """
-        return cls(*allocate(capacity, copies, history=history))
+        return cls(*allocate(capacity, copies, history=history, model_rows=model_rows))
+
+    @classmethod
+    def for_predictor(cls, capacity: int, predictor: Predictor, copies: tuple[int, ...] = ()) -> Buffers:
+        """Fresh arrays sized for ``predictor`` (its history and its model)."""
+        return cls.allocate(capacity, copies, history=predictor.k, model_rows=len(predictor.arrays))
 
     def row(self, i: int) -> Buffers:
         """Copy ``i`` of a batch (views, not copies)."""
@@ -173,7 +180,7 @@ class Simulator:
         n = len(submit)
         pred = self.predictor
         if buffers is None:
-            buffers = Buffers.allocate(n, history=pred.k)
+            buffers = Buffers.for_predictor(n, pred)
         elif len(buffers.jobs.submit) < n:
             raise ValueError(f"buffers hold {len(buffers.jobs.submit)} jobs, fewer than the {n} to load")
         b = self.buffers = buffers.prefix(n)
@@ -182,6 +189,9 @@ class Simulator:
         if pred.history and len(st.hist) < n * pred.k:
             raise ValueError(f"buffers keep no history for the predictor {pred.name!r}: allocate them with "
                              f"history={pred.k}")
+        if j.model.shape != pred.arrays.shape:
+            raise ValueError(f"buffers hold a model of shape {j.model.shape}, not the predictor {pred.name!r}'s "
+                             f"{pred.arrays.shape}: allocate them with Buffers.for_predictor")
         self.arrays = tuple(j), tuple(st)  # plain tuples: numba types them faster than named ones at each call
         loaded, _ = engine_jobs(submit, hold, walltime, nodes, np.zeros(n) if keys is None else keys, user,
                                 self.order.code, pred)

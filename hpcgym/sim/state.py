@@ -51,7 +51,7 @@ N_SLOTS = 28
 #: with the caller's flags). numba compiles its own mergesort this way (numba/misc/mergesort.py).
 borrowing = nb.njit(cache=True, _nrt=False)
 
-_JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key", "limit", "user")
+_JOB_FIELDS = ("submit", "hold", "wall", "nodes", "key", "limit", "user", "model")
 _STATE_FIELDS = ("sc", "start", "first", "res", "q", "cand", "heap", "rs", "pt", "pu", "hist", "hcount", "held")
 
 
@@ -68,6 +68,8 @@ class Jobs(namedtuple("Jobs", _JOB_FIELDS)):
             :func:`hpcgym.sim.policy.static_keys`); a predictor re-keys a job at its arrival.
         limit: int64 walltimes as requested (the cap of predictions and the estimate after a correction).
         user: int64 user index ``0 .. users - 1`` of each job, -1 when unknown (the history predictors read).
+        model: float64 ``(rows, 6)``: the learned predictor's packed trees (:mod:`hpcgym.sim.learned`); one row of
+            zeros for the other predictors. Not indexed by job.
     """
 
     __slots__ = ()
@@ -137,12 +139,12 @@ class State(namedtuple("State", _STATE_FIELDS)):
 
 
 def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = False,
-             history: int = 0) -> tuple[Jobs, State]:
+             history: int = 0, model_rows: int = 1) -> tuple[Jobs, State]:
     """Zeroed structures for ``capacity`` jobs, with leading dimensions ``copies`` (``(N,)`` for N rows).
 
     The conservative profile (``res``, ``pt``, ``pu``) gets room only when ``conservative`` is set, and the users'
     history (``hist``, ``hcount``) only for a history predictor of ``history`` entries per user (one user per job
-    at most).
+    at most), and ``model_rows`` rows for a learned predictor's packed model.
     """
     c = max(int(capacity), 1)
     p = c if conservative else 1
@@ -152,7 +154,8 @@ def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = F
     def ints(size: int) -> np.ndarray:
         return np.zeros((*copies, size), np.int64)
 
-    jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)), ints(c), ints(c))
+    jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)), ints(c), ints(c),
+                np.zeros((*copies, max(int(model_rows), 1), 6)))
     state = State(ints(N_SLOTS), ints(c), ints(c), ints(p), ints(c + 1), ints(c), ints(2 * c), ints(c),
                   ints(2 * p + 4), ints(2 * p + 4), ints(u * h), ints(u), ints(c))
     return jobs, state
@@ -166,7 +169,7 @@ def row(structure: Jobs | State, i: int) -> Jobs | State:
 def prefix(structure: Jobs | State, n: int) -> Jobs | State:
     """The first ``n`` jobs (views). ``q`` keeps ``n + 1`` entries, the scalars and the profile stay whole."""
     if isinstance(structure, Jobs):
-        return Jobs(*(a[:n] for a in structure))
+        return Jobs(*(a[:n] for a in structure[:-1]), structure.model)
     s = structure
     return State(s.sc, s.start[:n], s.first[:n], s.res[:n], s.q[:n + 1], s.cand[:n], s.heap[:2 * n], s.rs[:n], s.pt,
                  s.pu, s.hist, s.hcount, s.held[:n])

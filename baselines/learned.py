@@ -1,0 +1,228 @@
+"""Fit the learned runtime predictor: a gradient-boosted model of log runtime, from the log's past.
+
+The model is scikit-learn's ``HistGradientBoostingRegressor``: it is already a dependency, it fits a hundred
+thousand jobs in seconds on two cores, it takes missing values (a user with no finished job) without imputation,
+and it offers the quantile loss, which lets the fit lean towards under- or over-prediction. Its trees are exported
+to plain arrays (:func:`export`) that the compiled engine walks at each job's arrival (:mod:`hpcgym.sim.learned`
+defines the features and the layout); a test holds the export to scikit-learn's own ``predict``.
+
+**The training rows.** Every job of the train split, with its features as the engine would compute them at its
+arrival (:func:`hpcgym.sim.learned.replay`) in the FCFS+EASY schedule of the split on the walltimes, and its log
+hold time as the target. The rows are taken twice: once with the whole split as one stream (users with long
+histories, as in a whole-trace run) and once cut into consecutive windows of :data:`WINDOW` jobs, each starting
+with no history (as an evaluation window starts).
+
+**When it learns** (``docs/simulation.md``): once, on the train split; never on the test split. The loss is chosen
+by the scheduling outcome, not by accuracy: each candidate of :data:`LOSSES` is fitted on the first
+``1 - validation`` of the train split and scored by the mean bounded slowdown of SAF+EASY on its predictions over
+windows of the rest; the best is refitted on the whole train split.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from hpcgym import metrics, traces
+from hpcgym.io import atomic_write
+from hpcgym.sim import hold_times, learned, predict, run_batch, start_times
+from hpcgym.sim.heuristics import SAF
+
+#: The candidate losses: ``quantile:q`` (pinball loss at quantile ``q`` of log runtime) or a scikit-learn loss name.
+LOSSES = ("quantile:0.2", "quantile:0.35", "quantile:0.5", "quantile:0.65", "squared_error")
+#: Jobs per window of the windowed training rows and of the validation windows.
+WINDOW = 1024
+#: The boosting's settings (not tuned per trace; the loss is).
+BOOSTING = {"max_iter": 150, "learning_rate": 0.1, "max_leaf_nodes": 31, "min_samples_leaf": 40,
+            "l2_regularization": 1.0, "early_stopping": False}
+
+
+@dataclass
+class FitInfo:
+    """How a learned model was made (saved beside it)."""
+
+    trace: str
+    loss: str
+    rows: int  #: training rows (jobs, counted twice: whole stream and windows)
+    jobs: int  #: jobs of the train split
+    validation: dict[str, float] = field(default_factory=dict)  #: loss -> SAF+EASY mean bsld on validation windows
+    features: tuple[str, ...] = learned.FEATURES
+    seconds: float = 0.0
+    sklearn: str = ""
+    command: str = ""
+    description: str = ""
+
+
+def training_rows(jobs: pd.DataFrame, nodes: int, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """(features, log hold) of every job of ``jobs``, as one stream and in windows of ``window`` jobs."""
+    xs, ys = [], []
+    for part in [jobs, *(jobs.iloc[s:s + window] for s in range(0, len(jobs), window))]:
+        if len(part) == 0:
+            continue
+        xs.append(_replayed(part, nodes))
+        ys.append(np.log(np.maximum(hold_times(part), 1).astype(np.float64)))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _replayed(jobs: pd.DataFrame, nodes: int) -> np.ndarray:
+    """The features of ``jobs`` at their arrivals in their FCFS+EASY schedule on the walltimes."""
+    start = start_times(jobs, nodes, "fcfs", "easy")
+    users, n_users = predict.user_index(jobs["user"].to_numpy(np.int64))
+    return learned.replay(jobs["submit"].to_numpy(np.int64), start, hold_times(jobs),
+                          jobs["walltime"].to_numpy(np.int64), jobs["nodes"].to_numpy(np.int64), users, n_users)
+
+
+def regressor(loss: str, seed: int = 0):
+    """An unfitted ``HistGradientBoostingRegressor`` for ``loss`` (one of :data:`LOSSES`' forms)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    if loss.startswith("quantile:"):
+        q = float(loss.split(":", 1)[1])
+        if not 0 < q < 1:
+            raise ValueError(f"a quantile loss needs 0 < q < 1, not {q}")
+        return HistGradientBoostingRegressor(loss="quantile", quantile=q, random_state=seed, **BOOSTING)
+    return HistGradientBoostingRegressor(loss=loss, random_state=seed, **BOOSTING)
+
+
+def export(model) -> np.ndarray:
+    """A fitted ``HistGradientBoostingRegressor`` as the engine's packed arrays (:func:`hpcgym.sim.learned.pack`).
+
+    It reads the fitted trees (``_predictors``: one ``TreePredictor`` per iteration, whose ``nodes`` record holds
+    each node's feature, threshold, missing-value side, children and value) and the baseline; scikit-learn has no
+    public export of them. The tests hold the packed model to ``model.predict``.
+    """
+    if getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_):
+        raise ValueError("categorical features cannot be exported")
+    trees = []
+    for (tree,) in model._predictors:
+        nd = tree.nodes
+        leaf = nd["is_leaf"].astype(bool)
+        rows = np.zeros((len(nd), 6))
+        rows[:, 0] = np.where(leaf, -1, nd["feature_idx"])
+        rows[:, 1] = nd["num_threshold"]
+        rows[:, 2] = nd["missing_go_to_left"]
+        rows[:, 3] = nd["left"]
+        rows[:, 4] = nd["right"]
+        rows[:, 5] = np.where(leaf, nd["value"], 0.0)
+        trees.append(rows)
+    baseline = float(np.ravel(model._baseline_prediction)[0])
+    return learned.pack(trees, baseline)
+
+
+def fit_model(x: np.ndarray, y: np.ndarray, loss: str, seed: int = 0) -> np.ndarray:
+    """Fit ``loss``'s regressor on ``(x, y)`` and export it."""
+    model = regressor(loss, seed)
+    model.fit(x, y)
+    return export(model)
+
+
+def _validation_score(packed: np.ndarray, windows: list[pd.DataFrame], nodes: int) -> float:
+    """SAF+EASY's mean bsld over ``windows`` on the packed model's predictions."""
+    pred = predict.Predictor(predict.LEARNED_NAME, predict.LEARNED, learned.K, model=packed)
+    values = []
+    for w in windows:
+        submit, hold = w["submit"].to_numpy(np.int64), hold_times(w)
+        start, _ = run_batch(submit, hold, w["walltime"].to_numpy(np.int64), w["nodes"].to_numpy(np.int64),
+                             SAF.keys(w), nodes, SAF, "easy", w["user"].to_numpy(np.int64), pred)
+        values.append(metrics.bounded_slowdown(start - submit, hold).mean())
+    return float(np.mean(values))
+
+
+def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, validation: float = 0.2,
+        windows: int = 16, seed: int = 0, progress: bool = True) -> tuple[np.ndarray, FitInfo]:
+    """Choose the loss on validation windows of the train split, then fit it on the whole split.
+
+    Args:
+        train: the chronological train split of a trace (never the test split).
+        nodes: the machine's nodes.
+        losses: the candidate losses (:data:`LOSSES`); with one, no validation is run.
+        validation: the share at the end of ``train`` that scores the candidates.
+        windows: validation windows of :data:`WINDOW` jobs (fewer, shorter ones on a short split).
+        seed: the seed of the validation windows' draw and of the boosting.
+        progress: show a progress bar.
+
+    Returns:
+        The packed model and how it was made.
+    """
+    if len(train) < 100:
+        raise ValueError(f"the train split has {len(train)} jobs: too few to learn runtimes from")
+    began = time.perf_counter()
+    scores: dict[str, float] = {}
+    steps = (len(losses) if len(losses) > 1 else 0) + 1
+    with tqdm(total=steps, desc="fitting runtime model", disable=not progress) as bar:
+        if len(losses) > 1:
+            cut = int(len(train) * (1 - validation))
+            fit_part, val_part = train.iloc[:cut], train.iloc[cut:]
+            length = min(WINDOW, len(val_part))
+            starts = traces.window_starts(len(val_part), length, windows, seed)
+            val_windows = [traces.window(val_part, length, start=s) for s in starts]
+            x, y = training_rows(fit_part, nodes)
+            for loss in losses:
+                bar.set_postfix_str(loss)
+                scores[loss] = _validation_score(fit_model(x, y, loss, seed), val_windows, nodes)
+                bar.update()
+        best = min(scores, key=scores.get) if scores else losses[0]
+        x, y = training_rows(train, nodes)
+        bar.set_postfix_str(f"{best} on the whole train split")
+        packed = fit_model(x, y, best, seed)
+        bar.update()
+    import sklearn
+
+    info = FitInfo(trace=str(train.attrs.get("name", "")), loss=best, rows=len(y), jobs=len(train),
+                   validation=scores, seconds=round(time.perf_counter() - began, 1), sklearn=sklearn.__version__,
+                   description=f"gradient-boosted log runtime ({best}) on the job and its user's history")
+    return packed, info
+
+
+def save(packed: np.ndarray, info: FitInfo, path: str | Path) -> Path:
+    """Write a model and its :class:`FitInfo` as one ``.npz`` (atomically)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, model=packed, about=np.array(json.dumps(asdict(info))))
+
+    return atomic_write(path, write)
+
+
+def about(path: str | Path) -> dict:
+    """The :class:`FitInfo` saved with a model, as a dict."""
+    with np.load(path, allow_pickle=False) as data:
+        return json.loads(str(data["about"]))
+
+
+def local_path(trace: str) -> Path:
+    """Where a fit for ``trace`` is cached: ``./predictors/<name>.npz``."""
+    return predict.LOCAL_MODELS / f"{Path(trace).name.split('.')[0].lower()}.npz"
+
+
+def ensure(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = True) -> str:
+    """The predictor name ``learned:...`` for ``trace``: its model if one exists, else one fitted now.
+
+    A new fit reads the train split of ``jobs`` and is cached in ``./predictors/`` with the command that makes it.
+    """
+    try:
+        predict.model_path(trace)
+        return f"{predict.LEARNED_NAME}:{trace}"
+    except FileNotFoundError:
+        pass
+    packed, info = fit(traces.split(jobs, "train"), nodes, progress=progress)
+    info.command = f"python -m baselines.learned --trace {shlex.quote(trace)}"
+    path = save(packed, info, local_path(trace))
+    return f"{predict.LEARNED_NAME}:{path}"
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as typed, for the saved fit."""
+    return "python -m baselines.learned " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+
+
+__all__ = ["BOOSTING", "LOSSES", "WINDOW", "FitInfo", "about", "ensure", "export", "fit", "fit_model", "local_path",
+           "regressor", "save", "training_rows"]

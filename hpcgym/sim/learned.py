@@ -1,0 +1,227 @@
+"""The learned runtime predictor's compiled half: its features, and its tree ensemble as plain arrays.
+
+A learned predictor (:mod:`hpcgym.sim.predict`, code ``LEARNED``) predicts a job's log runtime from
+:data:`FEATURES`, computed when the job arrives from what a scheduler has then: the job's request and the jobs of
+its user that *finished* (were released) at or before its arrival, the last :data:`K` of them in the order they
+finished (ties in end time: the later row is the more recent). The features of job ``j`` (user ``u``, walltime
+``W``, nodes ``N``) arriving at ``t``, with ``h_1 .. h_m`` the hold times (``min(run, walltime)``) of the user's
+last ``m = min(K, finished)`` finished jobs, oldest first, ``w_i`` their walltimes, ``e_m`` the end of the most
+recent, NaN where a value needs a finished job and there is none (and for every history feature of an unknown
+user, -1, who counts as a user with no finished job):
+
+=================  ============================================================================================
+``walltime``       ``W``
+``nodes``          ``N``
+``finished``       how many of the user's jobs have finished (all of them, not only the last ``K``)
+``last``           ``h_m``
+``last2``          ``(h_{m-1} + h_m) / 2`` (``h_m`` when ``m = 1``)
+``median5``        the median of the last ``min(m, 5)`` holds (the mean of the two middle ones for an even count)
+``longest``        ``max(h_1 .. h_m)``
+``shortest``       ``min(h_1 .. h_m)``
+``last_ratio``     ``h_m / w_m``
+``mean_ratio``     ``(h_1 / w_1 + ... + h_m / w_m) / m``, summed oldest first
+``scaled``         ``h_m / w_m * W``
+``same_request``   ``h_i`` of the most recent ``i`` with ``w_i == W`` (NaN if none)
+``same_count``     how many of ``w_1 .. w_m`` equal ``W``
+``since``          ``t - e_m``
+=================  ============================================================================================
+
+Every value is an integer or one IEEE division of integers (no logarithm), so that the compiled loop, the
+training rows (:func:`replay`) and the independent reference (:mod:`hpcgym.sim.reference`) agree to the bit; a
+tree ensemble does not care about monotone transforms of its inputs.
+
+**The model as arrays.** A fitted ensemble of regression trees (``baselines.learned`` fits scikit-learn's
+``HistGradientBoostingRegressor``) is packed into one float64 array of shape ``(rows, 6)``:
+
+- row 0: ``[trees, baseline, features, FORMAT, 0, 0]``;
+- rows ``1 .. trees``: each tree's root row in column 0;
+- then one row per node: ``[feature, threshold, missing_left, left, right, value]``, ``feature = -1`` for a leaf.
+
+A sample goes left when its feature is ``<= threshold``, and a NaN goes left when ``missing_left`` is 1 (the
+scikit-learn rule). The raw prediction is ``baseline + value_1 + ... + value_trees`` added in tree order (the
+order scikit-learn adds them, so both give the same float), the log runtime in seconds; the estimate is
+``ceil(exp(raw))``, at least 1 s and at most the walltime.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from hpcgym.sim.state import borrowing
+
+#: How many of a user's finished jobs the features read (the history ring of the engine).
+K = 8
+FEATURES = ("walltime", "nodes", "finished", "last", "last2", "median5", "longest", "shortest", "last_ratio",
+            "mean_ratio", "scaled", "same_request", "same_count", "since")
+N_FEATURES = len(FEATURES)
+#: The version of the packed layout (row 0, column 3).
+FORMAT = 1
+#: A model for predictors that have none (the engine's arrays need a shape).
+EMPTY = np.zeros((1, 6))
+
+
+def pack(trees: list[np.ndarray], baseline: float) -> np.ndarray:
+    """Pack trees given as ``(nodes, 6)`` arrays of ``[feature, threshold, missing_left, left, right, value]``.
+
+    Each tree's ``left`` and ``right`` are node indices within that tree (node 0 is its root); they become rows of
+    the packed array.
+    """
+    header = np.zeros((1 + len(trees), 6))
+    header[0, :4] = len(trees), baseline, N_FEATURES, FORMAT
+    parts, row = [header], 1 + len(trees)
+    for i, tree in enumerate(trees):
+        tree = np.array(tree, np.float64)
+        inner = tree[:, 0] >= 0
+        tree[inner, 3:5] += row
+        header[1 + i, 0] = row
+        parts.append(tree)
+        row += len(tree)
+    return np.concatenate(parts)
+
+
+def check_model(model: np.ndarray) -> None:
+    """Raise ``ValueError`` unless ``model`` is a packed ensemble this engine can read."""
+    model = np.asarray(model)
+    if model.ndim != 2 or model.shape[1] != 6 or len(model) < 1:
+        raise ValueError(f"a packed runtime model is a (rows, 6) array, not one of shape {model.shape}")
+    trees, _, features, version = model[0, :4]
+    if int(version) != FORMAT or int(features) != N_FEATURES:
+        raise ValueError(f"this runtime model was packed for format {int(version)} with {int(features)} features; "
+                         f"this hpcgym reads format {FORMAT} with {N_FEATURES}: fit it again (baselines.learned)")
+    nodes = model[1 + int(trees):]
+    inner = nodes[:, 0] >= 0
+    if (nodes[inner, 0] >= N_FEATURES).any() or (nodes[inner, 3:5] >= len(model)).any():
+        raise ValueError("a packed runtime model has a node that points outside it")
+
+
+# ---- compiled ----------------------------------------------------------------------------------------------
+@borrowing
+def raw_value(model, x):  # pragma: no cover - compiled
+    """The ensemble's raw prediction (log seconds) for the feature row ``x``."""
+    total = model[0, 1]
+    for i in range(int(model[0, 0])):
+        r = int(model[1 + i, 0])
+        while model[r, 0] >= 0:
+            v = x[int(model[r, 0])]
+            if math.isnan(v):
+                r = int(model[r, 3]) if model[r, 2] == 1.0 else int(model[r, 4])
+            elif v <= model[r, 1]:
+                r = int(model[r, 3])
+            else:
+                r = int(model[r, 4])
+        total += model[r, 5]
+    return total
+
+
+@borrowing
+def seconds(raw, limit):  # pragma: no cover - compiled
+    """``ceil(exp(raw))`` seconds, at least 1 and at most ``limit``."""
+    v = math.exp(raw)
+    if v >= limit:
+        return limit
+    return max(1, int(math.ceil(v)))
+
+
+@borrowing
+def _ranked_job(hist, base, first, m, r, hold):  # pragma: no cover - compiled
+    """The job among ring entries ``first .. first + m - 1`` whose hold is the ``r``-th smallest (ties: ring order)."""
+    for a in range(m):
+        ja = hist[base + (first + a) % K]
+        below = 0
+        equal_before = 0
+        for b in range(m):
+            jb = hist[base + (first + b) % K]
+            if hold[jb] < hold[ja]:
+                below += 1
+            elif hold[jb] == hold[ja] and b < a:
+                equal_before += 1
+        if below + equal_before == r:
+            return ja
+    return hist[base + first % K]
+
+
+@borrowing
+def features(j, t, hist, hcount, user, begin, hold, limit, nodes):  # pragma: no cover - compiled
+    """Job ``j``'s features at its arrival ``t`` (module docstring), as a tuple of :data:`N_FEATURES` floats.
+
+    ``hist``/``hcount`` are the history ring (:data:`K` entries per user, as :func:`hpcgym.sim.predict.remember`
+    keeps it). A tuple, not an array: the engine's helpers must not allocate.
+    """
+    nan = np.nan
+    w = limit[j]
+    u = user[j]
+    count = hcount[u] if u >= 0 else 0
+    if count == 0:
+        return (float(w), float(nodes[j]), 0.0, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0.0, nan)
+    m = min(count, K)
+    base = u * K
+    first = count - m  # the oldest of the last m, as a ring position
+    latest = hist[base + (count - 1) % K]
+    h = hold[latest]
+    last2 = float(h) if m == 1 else (hold[hist[base + (count - 2) % K]] + h) / 2.0
+    m5 = min(m, 5)
+    lo = hold[_ranked_job(hist, base, count - m5, m5, (m5 - 1) // 2, hold)]
+    hi = hold[_ranked_job(hist, base, count - m5, m5, m5 // 2, hold)]
+    longest = h
+    shortest = h
+    ratios = 0.0
+    same = -1
+    same_count = 0
+    for i in range(m):
+        g = hist[base + (first + i) % K]
+        longest = max(longest, hold[g])
+        shortest = min(shortest, hold[g])
+        ratios += hold[g] / limit[g]
+        if limit[g] == w:
+            same = g
+            same_count += 1
+    ratio = h / limit[latest]
+    return (float(w), float(nodes[j]), float(count), float(h), last2, (lo + hi) / 2.0, float(longest),
+            float(shortest), ratio, ratios / m, ratio * w, float(hold[same]) if same >= 0 else nan,
+            float(same_count), float(t - (begin[latest] + h)))
+
+
+@nb.njit(cache=True)
+def replay(submit, begin, hold, limit, nodes, user, users):  # pragma: no cover - compiled
+    """Every job's features at its arrival, given a schedule (``begin``: start times; ``user``: dense indices).
+
+    Events in the engine's order: at one timestamp the releases (by end, then row) come before the arrivals, so a
+    job's features read exactly the history the engine reads at its arrival under this schedule. Returns an
+    ``(n, N_FEATURES)`` float64 array (the training rows of ``baselines.learned``).
+    """
+    n = len(submit)
+    out = np.empty((n, N_FEATURES))
+    ends = np.empty(n, np.int64)
+    for j in range(n):
+        ends[j] = (begin[j] + hold[j]) * n + j
+    order = np.argsort(ends)
+    hist = np.zeros(max(users, 1) * K, np.int64)
+    hcount = np.zeros(max(users, 1), np.int64)
+    e = 0
+    for j in range(n):
+        t = submit[j]
+        while e < n and ends[order[e]] // n <= t:
+            g = order[e]
+            u = user[g]
+            if u >= 0:
+                hist[u * K + hcount[u] % K] = g
+                hcount[u] += 1
+            e += 1
+        x = features(j, t, hist, hcount, user, begin, hold, limit, nodes)
+        for f in range(N_FEATURES):
+            out[j, f] = x[f]
+    return out
+
+
+@borrowing
+def estimate(j, t, model, hist, hcount, user, begin, hold, limit, nodes):  # pragma: no cover - compiled
+    """Job ``j``'s learned estimate at its arrival ``t`` (seconds)."""
+    x = features(j, t, hist, hcount, user, begin, hold, limit, nodes)
+    return seconds(raw_value(model, x), limit[j])
+
+
+__all__ = ["EMPTY", "FEATURES", "FORMAT", "K", "N_FEATURES", "check_model", "estimate", "features", "pack",
+           "raw_value", "replay", "seconds"]

@@ -1,0 +1,255 @@
+"""The learned runtime predictor: its features by hand, its export against scikit-learn, the compiled engine against
+the SimPy reference with it, predictions that never read the future, and the fit's files and names."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from simcheck import workloads
+
+from baselines import learned as fitting
+from hpcgym import jobs as jobtable
+from hpcgym import machines, traces
+from hpcgym.sim import PriorityPolicy, heuristics, learned, predict, start_times
+from hpcgym.sim.loop import BACKFILL_MODES, schedule
+from hpcgym.sim.policy import SJF
+from hpcgym.sim.reference import _Job, learned_features, simulate_reference
+from hpcgym.sim.simulator import engine_jobs
+from hpcgym.sim.table import hold_times
+
+NAN = float("nan")
+
+
+def table(rows):
+    df = pd.DataFrame(rows, columns=["submit", "run", "walltime", "nodes", "user"])
+    df = df.assign(job_id=np.arange(1, len(df) + 1), procs=df["nodes"], group=0, queue=-1, status="completed",
+                   walltime_known=True)
+    return jobtable.finalize(df)
+
+
+def replayed(df, start):
+    users, n_users = predict.user_index(df["user"].to_numpy(np.int64))
+    return learned.replay(df["submit"].to_numpy(np.int64), np.asarray(start, np.int64), hold_times(df),
+                          df["walltime"].to_numpy(np.int64), df["nodes"].to_numpy(np.int64), users, n_users)
+
+
+def reference_rows(df, start):
+    """The reference's features of every job, from the same schedule (its own reading of the docstring)."""
+    hold = hold_times(df)
+    end = np.asarray(start) + hold
+    walls = df["walltime"].tolist()
+    rows = []
+    for j, r in enumerate(df.itertuples()):
+        past = sorted((int(end[g]), g, int(hold[g])) for g in range(len(df))
+                      if df["user"].iat[g] == r.user and r.user >= 0 and end[g] <= r.submit)
+        job = _Job(j, r.job_id, r.submit, r.run, r.walltime, r.nodes, user=r.user)
+        rows.append(learned_features(job, past, walls))
+    return np.array(rows, np.float64)
+
+
+def same(a, b):
+    return np.array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64), equal_nan=True)
+
+
+# ---- the features, by hand --------------------------------------------------------------------------------
+BY_HAND = table([
+    (0, 100, 1000, 1, 1),   # ends 100
+    (1, 300, 1000, 2, 1),   # ends 301
+    (2, 7, 9, 1, 2),        # ends 9
+    (200, 50, 500, 1, 1),   # ends 250
+    (400, 40, 1000, 4, 1),  # user 1's history by end: 100 (w 1000), 50 (w 500), 300 (w 1000)
+    (401, 10, 60, 1, -1),   # unknown user: no history
+    (402, 5, 9, 1, 2),      # user 2: one job of 7 s (w 9), ended at 9
+    (403, 10, 30, 1, 3),    # user 3: none finished
+])
+EXPECTED = {
+    4: [1000, 4, 3, 300, 175, 100, 300, 50, 0.3, (0.1 + 0.1 + 0.3) / 3, 300, 300, 2, 99],
+    5: [60, 1, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN],
+    6: [9, 1, 1, 7, 7, 7, 7, 7, 7 / 9, 7 / 9, 7 / 9 * 9, 7, 1, 393],
+    7: [30, 1, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN],
+}
+
+
+def test_features_by_hand():
+    start = start_times(BY_HAND, 16, "fcfs", "easy")
+    assert list(start) == list(BY_HAND["submit"])  # nobody waits on 16 nodes
+    for rows in (replayed(BY_HAND, start), reference_rows(BY_HAND, start)):
+        for j, want in EXPECTED.items():
+            assert same(rows[j], want), (j, rows[j], want)
+
+
+def test_features_read_the_last_eight_finished_jobs():
+    # User 5 finishes jobs of 1..10 s in that order (walltime 100, one a minute); then one job arrives.
+    df = table([(60 * i, i, 100, 1, 5) for i in range(1, 11)] + [(1000, 5, 100, 1, 5)])
+    start = start_times(df, 4, "fcfs", "easy")
+    want = [100, 1, 10, 10, 9.5, 8, 10, 3, 0.1, sum(h / 100 for h in range(3, 11)) / 8, 10, 10, 8, 1000 - 610]
+    for rows in (replayed(df, start), reference_rows(df, start)):
+        assert same(rows[10], want), rows[10]
+
+
+# ---- a small fitted model -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model():
+    """A small boosted model fitted on replayed random workloads (so that its estimates vary around the walltimes)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    wall = rng.integers(1, 61, n)
+    run = np.maximum(1, (wall * rng.choice([0.2, 0.5, 1.0, 1.5], n)).round()).astype(np.int64)
+    df = table(list(zip(np.sort(rng.integers(0, 20 * n, n)), run, wall, rng.integers(1, 9, n),
+                        rng.integers(-1, 4, n), strict=True)))
+    x = replayed(df, start_times(df, 8, "fcfs", "easy"))
+    y = np.log(hold_times(df).astype(np.float64))
+    reg = HistGradientBoostingRegressor(loss="quantile", quantile=0.5, max_iter=25, min_samples_leaf=5,
+                                        random_state=0).fit(x, y)
+    packed = fitting.export(reg)
+    pred = predict.Predictor("learned", predict.LEARNED, learned.K, model=packed, source="test")
+    return reg, pred, x
+
+
+def test_the_export_predicts_what_scikit_learn_predicts(model):
+    reg, _, x = model
+    rows = np.vstack([x[:500], np.full((3, learned.N_FEATURES), NAN)])  # with missing values
+    ours = np.array([learned.raw_value(model[1].model, tuple(r)) for r in rows])
+    assert np.array_equal(ours, reg.predict(rows))  # the same float, not a close one
+
+
+def test_seconds_round_up_and_stay_within_the_walltime():
+    assert learned.seconds(math.log(10.5), 100) == 11
+    assert learned.seconds(math.log(10.5), 10) == 10
+    assert learned.seconds(-50.0, 100) == 1
+    assert learned.seconds(1e6, 100) == 100  # exp overflows to inf: still the walltime
+
+
+def sk_raw(reg):
+    return lambda row: float(reg.predict(np.array([row], np.float64))[0])
+
+
+def engine_vs_reference(df, nodes, reg, pred, policy, backfill, scan=None):
+    pol = heuristics.get(policy)
+    if scan is not None:
+        pol = PriorityPolicy("scan", pol.code, scan=SJF)
+    engine = start_times(df, nodes, pol, backfill, predictor=pred)
+    oracle = simulate_reference(df, nodes, policy, backfill, predictor="learned", scan=scan, learned=sk_raw(reg))
+    if not np.array_equal(engine, oracle):
+        bad = int(np.flatnonzero(engine != oracle)[0])
+        pytest.fail(f"{policy}/{backfill}/scan {scan}: row {bad} starts at {engine[bad]} in the engine and "
+                    f"{oracle[bad]} in the reference")
+
+
+@settings(max_examples=40, deadline=None)
+@given(df=workloads(max_jobs=30, machine_nodes=8, users=3))
+def test_engine_matches_reference_with_the_learned_predictor(model, df):
+    reg, pred, _ = model
+    for policy in ("fcfs", "sjf", "saf"):
+        for backfill in ("none", "easy", "conservative", "rlscheduler"):
+            engine_vs_reference(df, 8, reg, pred, policy, backfill)
+    engine_vs_reference(df, 8, reg, pred, "fcfs", "easy", scan="sjf")
+
+
+@pytest.mark.slow
+def test_engine_matches_reference_with_the_learned_predictor_on_a_real_window():
+    warnings.simplefilter("ignore")
+    jobs = traces.load("sdsc-sp2")
+    nodes = machines.get(jobs.attrs["machine"]).nodes
+    train = traces.window(traces.split(jobs, "train"), 3000, start=0)
+    x, y = fitting.training_rows(train, nodes)
+    reg = fitting.regressor("quantile:0.5").set_params(max_iter=30).fit(x, y)
+    pred = predict.Predictor("learned", predict.LEARNED, learned.K, model=fitting.export(reg), source="test")
+    window = traces.window(traces.split(jobs, "test"), 200, start=500)
+    for policy in ("fcfs", "saf"):
+        for backfill in ("easy", "conservative"):
+            engine_vs_reference(window, nodes, reg, pred, policy, backfill)
+
+
+def test_the_engine_predicts_from_the_features_training_reads(model):
+    """The engine's estimate of each job equals the model on the job's replayed features (training's rows) under the
+    engine's own schedule, wherever no expiry raised it since."""
+    reg, pred, _ = model
+    rng = np.random.default_rng(3)
+    n = 400
+    wall = rng.integers(10, 600, n)
+    df = table(list(zip(np.sort(rng.integers(0, 40 * n, n)), np.maximum(1, (wall * rng.random(n)).astype(int)), wall,
+                        rng.integers(1, 9, n), rng.integers(0, 6, n), strict=True)))
+    policy = heuristics.get("saf")
+    j, users = engine_jobs(df["submit"].to_numpy(np.int64), hold_times(df), df["walltime"].to_numpy(np.int64),
+                           df["nodes"].to_numpy(np.int64), policy.keys(df), df["user"].to_numpy(np.int64),
+                           policy.code, pred)
+    start, _ = schedule(j, 8, policy.code, BACKFILL_MODES["easy"], pred.code, pred.k, users, -1)
+    expected = np.minimum(df["walltime"], np.maximum(1, np.ceil(np.exp(reg.predict(replayed(df, start))))))
+    kept = j.wall != j.limit  # an expiry sets the estimate to the walltime
+    assert kept.sum() > 40
+    assert np.array_equal(j.wall[kept], expected[kept].astype(np.int64))
+
+
+def changed_after(df, start, when, rng):
+    hold = hold_times(df)
+    later = start + hold > when
+    out = df.copy()
+    out.loc[later, "run"] = df.loc[later, "run"] + rng.integers(1, 5000, int(later.sum()))
+    return out
+
+
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+def test_learned_predictions_never_read_the_future(model, backfill):
+    """Change the runtimes of the jobs still running after ``T``: every start up to ``T`` (and every prediction made
+    by then) stays the same."""
+    warnings.simplefilter("ignore")
+    _, pred, _ = model
+    jobs = traces.window(traces.split(traces.load("sdsc-sp2"), "test"), 400, start=3000)
+    base = start_times(jobs, 128, "saf", backfill, predictor=pred)
+    rng = np.random.default_rng(0)
+    for when in np.quantile(base, [0.2, 0.5, 0.8]).astype(np.int64):
+        changed = changed_after(jobs, base, when, rng)
+        after = start_times(changed, 128, "saf", backfill, predictor=pred)
+        early = base <= when
+        assert np.array_equal(after[early], base[early]), f"a start before {when} changed"
+        # and the features of every job that arrived by then
+        arrived = (jobs["submit"] <= when).to_numpy()
+        assert same(replayed(changed, after)[arrived], replayed(jobs, base)[arrived])
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
+def test_kill_times_are_the_walltimes_with_the_learned_predictor(model, backfill):
+    df = table([(0, 5, 100, 1, 1), (10, 500, 120, 4, 1), (11, 1, 10, 4, 2)])
+    assert list(start_times(df, 4, "fcfs", backfill, predictor=model[1])) == [0, 10, 130]
+
+
+# ---- files and names ----------------------------------------------------------------------------------------
+def test_a_fit_saves_loads_and_resolves_by_name(tmp_path, monkeypatch):
+    warnings.simplefilter("ignore")
+    jobs = traces.load("lublin-256")
+    train = traces.window(traces.split(jobs, "train"), 1500, start=0)
+    train.attrs["name"] = "lublin-256"
+    packed, info = fitting.fit(train, 256, losses=("quantile:0.35", "quantile:0.65"), windows=2, progress=False)
+    assert set(info.validation) == {"quantile:0.35", "quantile:0.65"}
+    assert info.loss == min(info.validation, key=info.validation.get)
+    monkeypatch.chdir(tmp_path)
+    path = fitting.save(packed, info, fitting.local_path("lublin-256"))
+    assert path == tmp_path.joinpath("predictors", "lublin-256.npz").relative_to(tmp_path)
+    assert fitting.about(path)["loss"] == info.loss
+    for name in ("learned:lublin-256", f"learned:{path.resolve()}"):
+        pred = predict.get(name)
+        assert pred.code == predict.LEARNED and np.array_equal(pred.model, packed)
+    assert predict.get("learned", trace="lublin-256").source == predict.get("learned:lublin-256").source
+    window = traces.window(traces.split(jobs, "test"), 300, start=0)
+    window.attrs["name"] = "lublin-256"
+    a = start_times(window, 256, "saf", "easy", predictor="learned")  # a bare name: the table's trace
+    assert np.array_equal(a, start_times(window, 256, "saf", "easy", predictor=predict.get("learned:lublin-256")))
+
+
+def test_missing_and_broken_models_say_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="python -m baselines.learned --trace nowhere"):
+        predict.get("learned:nowhere")
+    with pytest.raises(ValueError, match="learned:TRACE"):
+        predict.get("learned")
+    with pytest.raises(ValueError, match="format"):
+        predict.Predictor("learned", predict.LEARNED, learned.K, model=np.zeros((3, 6)))
+    bad = learned.pack([np.array([[0, 1.0, 0, 1, 9, 0], [-1, 0, 0, 0, 0, 1.0]])], 0.0)
+    with pytest.raises(ValueError, match="outside"):
+        learned.check_model(bad)
