@@ -155,6 +155,7 @@ def from_per_window(per_window: pd.DataFrame, trace: str, description: str, run:
 
     Without per-job records, only :func:`figure_per_window` and :func:`figure_paired` can be drawn.
     """
+    per_window = per_window.assign(**{c: np.nan for c in ("wait", "utilization") if c not in per_window})
     return Results(Path("."), per_window, pd.DataFrame(), _summary(per_window), description, run, trace)
 
 
