@@ -19,18 +19,21 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from agents.scorer import split_observation
 from hpcgym.env import heuristic_action
 from hpcgym.sim.policy import PriorityPolicy
 
 
-def played(env: Any, policy: PriorityPolicy, episodes: int, seed: int = 0) -> Iterator[tuple[np.ndarray, int]]:
+def played(env: Any, policy: PriorityPolicy, episodes: int, seed: int = 0,
+           progress: bool = False) -> Iterator[tuple[np.ndarray, int]]:
     """Each decision of ``episodes`` episodes of ``env`` played by ``policy``: its observation and the action.
 
-    The environment is at that decision while the caller holds it (the step follows).
+    The environment is at that decision while the caller holds it (the step follows). ``progress``: a tqdm bar over
+    the episodes.
     """
-    for episode in range(episodes):
+    for episode in tqdm(range(episodes), desc="demonstrations", unit="episode", disable=not progress):
         obs, info = env.reset(seed=seed + episode)
         done = info.get("done", False)
         while not done:
@@ -39,12 +42,12 @@ def played(env: Any, policy: PriorityPolicy, episodes: int, seed: int = 0) -> It
             obs, _, done, _, _ = env.step(action)
 
 
-def demonstrations(env: Any, policy: PriorityPolicy, episodes: int,
-                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observations, masks and the heuristic's actions over ``episodes`` episodes of ``env``."""
+def demonstrations(env: Any, policy: PriorityPolicy, episodes: int, seed: int = 0,
+                   progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observations, masks and the heuristic's actions over ``episodes`` episodes of ``env`` (``progress``: a bar)."""
     base = env.unwrapped
     obs_list, masks, actions = [], [], []
-    for obs, action in played(env, policy, episodes, seed):
+    for obs, action in played(env, policy, episodes, seed, progress):
         obs_list.append(obs)
         masks.append(base.action_masks())
         actions.append(action)
@@ -71,18 +74,18 @@ def choice_log_probs(model: Any, obs: torch.Tensor, masks: np.ndarray) -> torch.
 
 
 def minimize(model: Any, loss: Callable[[torch.Tensor], torch.Tensor], queue: np.ndarray, epochs: int,
-             batch_size: int, lr: float, seed: int) -> None:
+             batch_size: int, lr: float, seed: int, progress: bool = False) -> None:
     """Adam on ``loss`` of minibatches (row indices) of similar ``queue`` length, ``epochs`` passes over the rows.
 
     The learning rate decays to 0 on a cosine over the epochs: the last epochs settle close calls between jobs
-    whose scores differ little, which a constant rate keeps flipping.
+    whose scores differ little, which a constant rate keeps flipping. ``progress``: a tqdm bar over the epochs.
     """
     gen = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.policy.parameters(), lr=lr)
     batches_per_epoch = -(-len(queue) // batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(epochs * batches_per_epoch, 1))
     model.policy.set_training_mode(True)
-    for _ in range(epochs):
+    for _ in tqdm(range(epochs), desc="cloning", unit="epoch", disable=not progress):
         for idx in length_batches(queue, batch_size, gen):
             value = loss(idx)
             optimizer.zero_grad()
@@ -93,7 +96,7 @@ def minimize(model: Any, loss: Callable[[torch.Tensor], torch.Tensor], queue: np
 
 
 def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, epochs: int = 100,
-              batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> None:
+              batch_size: int = 256, lr: float = 1e-3, seed: int = 0, progress: bool = False) -> None:
     """Train a MaskablePPO or masked-DQN model to prefer ``actions`` (masked cross-entropy).
 
     For DQN the Q-values play the logits, so the greedy policy becomes the heuristic; the target network gets the
@@ -106,7 +109,7 @@ def fit_clone(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarra
         log_probs = choice_log_probs(model, x[idx], masks[idx.numpy()])
         return -log_probs.gather(1, y[idx].unsqueeze(1)).mean()
 
-    minimize(model, loss, masks.sum(1), epochs, batch_size, lr, seed)
+    minimize(model, loss, masks.sum(1), epochs, batch_size, lr, seed, progress)
     if hasattr(model, "q_net_target"):
         model.q_net_target.load_state_dict(model.q_net.state_dict())
 
@@ -128,10 +131,13 @@ def accuracy(model: Any, obs: np.ndarray, masks: np.ndarray, actions: np.ndarray
 
 
 def behaviour_clone(model: Any, env: Any, policy: PriorityPolicy, episodes: int = 100, epochs: int = 40,
-                    batch_size: int = 256, lr: float = 1e-3, seed: int = 0) -> float:
-    """Fit a MaskablePPO or masked-DQN model to a heuristic's choices on ``env``; return the training accuracy."""
-    demos = demonstrations(env, policy, episodes, seed)
-    fit_clone(model, *demos, epochs, batch_size, lr, seed)
+                    batch_size: int = 256, lr: float = 1e-3, seed: int = 0, progress: bool = False) -> float:
+    """Fit a MaskablePPO or masked-DQN model to a heuristic's choices on ``env``; return the training accuracy.
+
+    ``progress``: tqdm bars over the demonstration episodes and the epochs of the fit.
+    """
+    demos = demonstrations(env, policy, episodes, seed, progress)
+    fit_clone(model, *demos, epochs, batch_size, lr, seed, progress)
     return accuracy(model, *demos)
 
 
@@ -231,7 +237,7 @@ class WarmStart:
 
 def warm_start(model: Any, policy: PriorityPolicy, env: Any, episodes: int, epochs: int, seed: int = 0,
                held_out: tuple[Any, int] | None = None, validate: Callable[[Any], float] | None = None,
-               on_clone: Callable[[Any], None] | None = None) -> WarmStart:
+               on_clone: Callable[[Any], None] | None = None, progress: bool = False) -> WarmStart:
     """Behaviour-clone ``policy`` into ``model``, then keep whichever of its untrained and cloned networks is better.
 
     Args:
@@ -244,12 +250,15 @@ def warm_start(model: Any, policy: PriorityPolicy, env: Any, episodes: int, epoc
         held_out: ``(env, episodes)`` whose demonstrations (seed 0) measure how well the clone generalizes.
         validate: scores a network (lower is better); without it the clone is kept.
         on_clone: called with the model once it holds the cloned network (e.g. to save it).
+        progress: tqdm bars over the demonstrations and the fit.
 
     Returns:
         The accuracies, the scores and the network chosen (``model`` holds it).
     """
-    return _start_from(model, lambda: behaviour_clone(model, env, policy, episodes, epochs, seed=seed), policy,
-                       held_out, validate, on_clone)
+    def fit() -> float:
+        return behaviour_clone(model, env, policy, episodes, epochs, seed=seed, progress=progress)
+
+    return _start_from(model, fit, policy, held_out, validate, on_clone)
 
 
 def residual_start(model: Any, policy: PriorityPolicy, held_out: tuple[Any, int] | None = None,

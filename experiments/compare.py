@@ -5,7 +5,7 @@ Example::
     python -m experiments.compare runs/theta-real-ppo-s0 runs/theta-synthetic-ppo-s0 --out compare.md
 
 Each run folder must hold ``args.json`` and ``eval/per_window.csv`` (written by ``experiments.train``). Runs
-compared together must have been evaluated on the same windows: the script checks that the reference heuristic
+compared together must have been evaluated on the same windows: the script checks that the baseline heuristic
 (FCFS+EASY) scored the same on every window of every run, and refuses otherwise. The table gives, per agent, the
 mean bounded slowdown on the real test windows with a 95% bootstrap interval, the win rate against FCFS+EASY, and
 the share of the real-trained agent's improvement over FCFS+EASY that it achieves (TSTR: train on synthetic, test
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.runs import REFERENCE, RunFolder, check_distinct
+from experiments.runs import BASELINE, RunFolder, check_distinct
 from hpcgym import cli, metrics
 
 
@@ -34,7 +34,7 @@ def label(args: dict) -> str:
 
 
 def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
-    """Per-window bsld of each run's agent, and of the reference heuristic, indexed by window.
+    """Per-window bsld of each run's agent, and of the baseline heuristic, indexed by window.
 
     Raises:
         hpcgym.cli.UsageError: a folder is not an evaluated run, or is given twice.
@@ -52,7 +52,7 @@ def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
                              "twice; give one run per source and seed")
         per_window = pd.read_csv(run.per_window)
         agent = per_window[per_window["kind"] == "agent"]
-        ref = per_window[per_window["scheduler"] == REFERENCE]
+        ref = per_window[per_window["scheduler"] == BASELINE]
         key = (args["trace"], ref["bsld"].round(9).tolist())
         first = first or (run, key)
         if key != first[1]:
@@ -72,7 +72,7 @@ def tstr_table(windows: pd.DataFrame) -> pd.DataFrame:
         mean, lo, hi = metrics.bootstrap_ci(g["bsld"].to_numpy())
         ref = g["reference_bsld"].mean()
         rows.append({"run": run, "trained_on": g["trained_on"].iat[0], "algo": g["algo"].iat[0], "bsld": mean,
-                     "ci_low": lo, "ci_high": hi, f"{REFERENCE}_bsld": ref,
+                     "ci_low": lo, "ci_high": hi, f"{BASELINE}_bsld": ref,
                      "win_rate": float((g["bsld"] < g["reference_bsld"]).mean()), "improvement": ref - mean})
     table = pd.DataFrame(rows)
     real = table[table["trained_on"] == "real"]
@@ -93,7 +93,7 @@ def across_seeds(windows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd
         v = g["bsld"].to_numpy()
         q25, q50, q75 = np.percentile(v, (25, 50, 75))
         row = {"trained_on": source, "seeds": len(v), "median": q50, "iqr_low": q25, "iqr_high": q75,
-               "worst_seed": v.max(), f"{REFERENCE}_bsld": ref}
+               "worst_seed": v.max(), f"{BASELINE}_bsld": ref}
         if len(real) and ref > np.median(real):
             row["share_of_real_improvement"] = (ref - q50) / (ref - np.median(real))
             boot = [(ref - np.median(rng.choice(v, len(v)))) / max(ref - np.median(rng.choice(real, len(real))), 1e-9)
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     trace = settings[0]["trace"]
     backfills = sorted({s.get("backfill", "none") for s in settings})
     head = (f"{trace}, test split (last 30%), {windows['window'].nunique()} windows per run; agents' backfill "
-            f"{'/'.join(backfills)}, reference {REFERENCE}; mean bounded slowdown over windows with a 95% bootstrap CI")
+            f"{'/'.join(backfills)}, baseline {BASELINE}; mean bounded slowdown over windows with a 95% bootstrap CI")
     text = head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if windows.groupby("trained_on")["run"].nunique().max() > 1:
         text += "\n\nacross seeds (one value per run: its mean bsld over the windows)\n"

@@ -12,8 +12,10 @@ Windows are drawn once (``--seed``) from the chronological *test* split (the las
 scheduler runs on the same ones. Writes ``per_window.csv`` (one row per scheduler x window) and ``per_job.csv``
 (one row per scheduler x window x job) to ``--out`` (default: ``<model dir>/eval``; ``<model dir>/eval-TRACE`` for a
 ``--trace`` other than the run's own, so that the run's own scores stay where ``compare`` and ``seeds`` read them),
-and prints the summary table: mean bounded slowdown with a 95% bootstrap interval over windows, and the win rate
-against FCFS+EASY.
+and prints the summary table: mean bounded slowdown with a 95% bootstrap interval over windows, the paired ratio to
+the reference (the strongest implementable row, e.g. ``tuned``) with a 95% block-bootstrap CI (blocks of
+consecutive jobs, so that overlapping windows do not count twice), and the win rate against the baseline,
+FCFS+EASY. Implementable rows come first; the clairvoyant rows are upper bounds no scheduler can reach.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baselines import references
-from experiments import runs
+from experiments import runs, tables
 from experiments.arguments import TRACE_FLAGS
-from experiments.runs import REFERENCE, Agent, RunFolder
+from experiments.runs import BASELINE, Agent, RunFolder
 from hpcgym import cli, machines, metrics, traces
 from hpcgym import io as hpcgym_io
 
@@ -85,9 +87,13 @@ def per_window_table(per_job: pd.DataFrame, machine_nodes: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary(per_window: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
-    """Mean bsld with a bootstrap CI over windows, and the win rate against ``reference`` (lower bsld wins)."""
-    ref = per_window[per_window["scheduler"] == reference].set_index("window")["bsld"]
+def summary(per_window: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    """Mean bsld with a bootstrap CI over windows, the paired ratio to the reference and the win rate on ``baseline``.
+
+    The reference is the strongest implementable row (:func:`experiments.tables.strongest_reference`; its name is
+    in ``attrs["reference"]``). Implementable rows come first, by mean bsld; the clairvoyant rows (upper bounds) last.
+    """
+    base = per_window[per_window["scheduler"] == baseline].set_index("window")["bsld"]
     rows = []
     for scheduler, group in per_window.groupby("scheduler", sort=False):
         mean, lo, hi = metrics.bootstrap_ci(group["bsld"].to_numpy(), CONFIDENCE)
@@ -95,10 +101,21 @@ def summary(per_window: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFram
         rows.append({"scheduler": scheduler, "kind": group["kind"].iat[0], "backfill": group["backfill"].iat[0],
                      "bsld": mean, "ci_low": lo,
                      "ci_high": hi, "wait": group["wait"].mean(), "utilization": group["utilization"].mean(),
-                     f"win_rate_vs_{reference}": float((mine < ref.loc[mine.index]).mean())})
+                     f"win_rate_vs_{baseline}": float((mine < base.reindex(mine.index)).mean())})
     table = pd.DataFrame(rows)
     table.insert(6, "headroom", references.headroom(table))
-    return table.sort_values("bsld").reset_index(drop=True)
+    reference = tables.strongest_reference(per_window)
+    if reference is not None:
+        ratios = tables.paired(per_window, reference)
+        table = table.merge(ratios, on="scheduler", how="left")
+        cols = list(table.columns)
+        moved = [c for c in ratios.columns if c != "scheduler"]
+        at = cols.index("ci_high") + 1
+        table = table[[c for c in cols[:at] if c not in moved] + moved + [c for c in cols[at:] if c not in moved]]
+    table["upper_bound"] = table["kind"] == tables.CLAIRVOYANT
+    table = table.sort_values(["upper_bound", "bsld"]).drop(columns="upper_bound").reset_index(drop=True)
+    table.attrs["reference"] = reference
+    return table
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -110,7 +127,9 @@ def describe(trace: str, windows: int, length: int, seed: int) -> str:
     """The line that says what a result table measured."""
     return (f"{trace}, test split (last 30%), {windows} windows x {length} jobs (window seed {seed}); mean bounded "
             f"slowdown (tau 10 s) over windows, {CONFIDENCE:.0%} bootstrap CI; agents play deterministically with "
-            "the backfilling they trained with (column 'backfill'); headroom: the share of the gap between the best "
+            "the backfilling they trained with (column 'backfill'); vs reference: the paired ratio of mean bsld to the "
+            "strongest implementable row on the same windows, 95% block-bootstrap CI (blocks of consecutive jobs as "
+            "long as a window); headroom: the share of the gap between the best "
             "classic heuristic and the clairvoyant row (same backfilling) that a row takes (docs/definitions.md)")
 
 
@@ -141,9 +160,36 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
 
 
 def format_summary(table: pd.DataFrame, description: str = "") -> str:
-    """The summary table as text, under the line that says what it measured."""
-    body = table.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
-    return f"{description}\n{body}" if description else body
+    """The summary as a Markdown table (implementable rows first, upper bounds marked), under what it measured."""
+    shown = pd.DataFrame({
+        "scheduler": [f"{s} (upper bound)" if k == tables.CLAIRVOYANT else s
+                      for s, k in zip(table["scheduler"], table["kind"], strict=True)],
+        "kind": table["kind"], "backfill": table["backfill"],
+        "bsld (95% CI)": [f"{m:.2f} ({lo:.2f}-{hi:.2f})" for m, lo, hi in
+                          zip(table["bsld"], table["ci_low"], table["ci_high"], strict=True)]})
+    if "vs_reference" in table:
+        shown["vs reference (95% CI)"] = [tables.ratio_text(*r) for r in
+                                          table[["vs_reference", "vs_reference_low", "vs_reference_high"]].itertuples(
+                                              index=False)]
+    shown["headroom"] = table["headroom"]
+    shown["wait (h)"] = table["wait"] / 3600
+    shown["utilization"] = table["utilization"]
+    for c in table:
+        if c.startswith("win_rate_vs_"):
+            shown[c.replace("win_rate_vs_", "wins vs ")] = table[c]
+    reference = table.attrs.get("reference") or _reference_of(table)
+    head = [description] if description else []
+    if reference:
+        head.append(f"Reference: {reference} (the strongest implementable row); baseline: {BASELINE}.")
+    return "\n\n".join([*head, tables.markdown(shown, digits=2)])
+
+
+def _reference_of(table: pd.DataFrame) -> str | None:
+    """The row whose ratio to the reference is exactly 1 (a summary read back from its CSV)."""
+    if "vs_reference" not in table:
+        return None
+    exact = table.loc[(table["vs_reference"] == 1) & (table["vs_reference_low"] == 1), "scheduler"]
+    return str(exact.iat[0]) if len(exact) else None
 
 
 def evaluation_split(trace: str, read: dict[str, Any] | None = None, windows: int = 20, length: int = 1024,
@@ -175,6 +221,8 @@ def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, leng
         recs += [r.assign(backfill=agent.backfill) for r in run_agent(agent, label, real, machine, starts, length)]
     per_job = pd.concat(recs, ignore_index=True)
     per_window = per_window_table(per_job, machine.nodes)
+    per_window["start"] = per_window["window"].map(dict(enumerate(starts))).astype("int64")
+    per_window["block"] = metrics.window_blocks(per_window["start"], length)
     per_window.attrs["notes"] = notes
     return per_window, per_job
 

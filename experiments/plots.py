@@ -1,15 +1,18 @@
 """Paper-size figures of evaluation results: the plotting behind ``experiments/notebooks/compare_slowdown.ipynb``.
 
 Reads a results folder as ``experiments.evaluate`` / ``experiments.train`` write it (``per_window.csv``,
-``per_job.csv``, ``summary.csv``, ``summary.md``) and draws three figures:
+``per_job.csv``, ``summary.csv``, ``summary.md``) and draws four figures:
 
-1. :func:`figure_per_window`: mean bounded slowdown of every test window, one row per scheduler, with the mean and
-   its bootstrap CI (windows are independent draws, so no lines join them);
-2. :func:`figure_survival`: the tail ``P(bsld > x)`` of per-job bounded slowdown, log axes;
-3. :func:`figure_wait`: the mean wait over the course of a window (jobs in submit order, deciles).
+1. :func:`figure_per_window`: mean bounded slowdown of every test window for the rows that matter (the agent, its
+   start, the strongest references, FCFS+EASY: :func:`rows_that_matter`), with the mean and its bootstrap CI;
+2. :func:`figure_paired`: the agent's and its start's bsld minus the reference's, window by window, with the
+   paired ratio and its block-bootstrap CI (:mod:`experiments.tables`);
+3. :func:`figure_survival`: the tail ``P(bsld > x)`` of per-job bounded slowdown, log axes;
+4. :func:`figure_wait`: the mean wait over the course of a window (jobs in submit order, deciles).
 
-One colour per heuristic family (EASY backfilling filled / solid, none hollow / dashed), agents in strong colours,
-FCFS+EASY (the reference) always in black.
+One colour per heuristic family (EASY backfilling filled / solid, none hollow / dashed; Paul Tol's muted palette),
+agents in strong Okabe-Ito colours and drawn on top (the start as a wide pale line under the agent, which it often
+equals), FCFS+EASY (the baseline) always in black.
 """
 
 from __future__ import annotations
@@ -28,18 +31,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
-from experiments import runs
-from experiments.runs import REFERENCE
+from experiments import runs, tables
+from experiments.runs import BASELINE
 
-#: Muted colours of the heuristic families (FCFS, the reference family, in black).
-FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#4477AA", "wfp3": "#66CCEE", "unicep": "#228833", "f1": "#CCBB44",
-                  "ljf": "#997744", "saf": "#999999"}
-OTHER_COLOURS = ("#77AADD", "#44BB99", "#BBCC33", "#AAAA00", "#DDDDDD")
-#: Strong colours for the agent rows, in the order agent, cloned, untrained (then more runs).
-AGENT_COLOURS = ("#E31A1C", "#FF7F00", "#B22CB2", "#E7298A", "#8C0A0A", "#C85200")
+#: Muted colours of the heuristic families (Paul Tol's muted scheme; FCFS, the baseline's family, in black).
+FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#332288", "wfp3": "#88CCEE", "unicep": "#44AA99", "f1": "#999933",
+                  "ljf": "#AA4499", "saf": "#117733", "tuned": "#882255", "clairvoyant": "#6699CC"}
+OTHER_COLOURS = ("#DDCC77", "#661100", "#888888", "#AA4466", "#BBBBBB")
+#: Strong colours for the agent rows (Okabe-Ito), in the order agent, cloned, untrained (then more runs).
+AGENT_COLOURS = ("#D55E00", "#0072B2", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442")
 KIND_ORDER = {"agent": 0, "cloned": 1, "untrained": 2}
-FIGURES = ("bsld_per_window", "bsld_survival", "wait_over_window")
+FIGURES = ("bsld_per_window", "bsld_paired", "bsld_survival", "wait_over_window")
+#: implementable rows shown beside the agents in the per-window figure (the strongest, by mean bsld)
+STRONGEST = 2
 RC = {"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8, "xtick.labelsize": 8,
       "ytick.labelsize": 8, "figure.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
       "savefig.dpi": 200}
@@ -144,6 +150,15 @@ def load(folder: Path) -> Results:
     return Results(folder, per_window, per_job, summary, description, run, trace)
 
 
+def from_per_window(per_window: pd.DataFrame, trace: str, description: str, run: str = "results/") -> Results:
+    """Results from per-window scores alone, e.g. the committed summaries of ``experiments.report``.
+
+    Without per-job records, only :func:`figure_per_window` and :func:`figure_paired` can be drawn.
+    """
+    per_window = per_window.assign(**{c: np.nan for c in ("wait", "utilization") if c not in per_window})
+    return Results(Path("."), per_window, pd.DataFrame(), _summary(per_window), description, run, trace)
+
+
 # ---------------------------------------------------------------------------------------------------------- styles
 @dataclass
 class Style:
@@ -159,6 +174,7 @@ class Style:
     zorder: int
     agent: bool
     backfill: str
+    alpha: float = 0.85
 
 
 def _display_name(scheduler: str, kind: str, run: str) -> str:
@@ -178,19 +194,20 @@ def styles(res: Results) -> dict[str, Style]:
     agents = rows[~reference].copy()
     agents["order"] = agents["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
     for i, r in enumerate(agents.sort_values(["order", "bsld"]).itertuples()):
+        start = r.kind == "cloned"  # often equal to the agent: a wide pale line under it
         out[r.scheduler] = Style(_display_name(r.scheduler, r.kind, res.run), AGENT_COLOURS[i % len(AGENT_COLOURS)],
-                                 r.backfill != "none", "-" if r.backfill != "none" else "--", 2.4, "D", 30, 6, True,
-                                 r.backfill)
+                                 r.backfill != "none", "-" if r.backfill != "none" else "--", 4.5 if start else 2.0,
+                                 "D", 30, 9 - min(i, 3), True, r.backfill, 0.45 if start else 1.0)
     others = iter(OTHER_COLOURS * 4)
     family_colour: dict[str, str] = {}
     for r in rows[reference].itertuples():
         family = r.scheduler.split("+")[0]
         colour = family_colour.setdefault(family, FAMILY_COLOURS.get(family) or next(others))
-        ref = r.scheduler == REFERENCE
+        ref = r.scheduler == BASELINE
         easy = r.backfill != "none"
-        out[r.scheduler] = Style(r.scheduler.upper() + (" (reference)" if ref else ""), colour, easy,
+        out[r.scheduler] = Style(r.scheduler.upper() + (" (baseline)" if ref else ""), colour, easy,
                                  "-" if easy else "--", 2.0 if ref else 1.3, "o", 22 if ref else 16, 5 if ref else 3,
-                                 False, r.backfill)
+                                 False, r.backfill, 1.0 if ref else 0.85)
     return out
 
 
@@ -211,7 +228,7 @@ def figure_per_window(res: Results) -> Figure:
     """Mean bsld of every window (dots), the mean over windows and its 95% CI (bar), one row per scheduler."""
     st = styles(res)
     table = res.summary.set_index("scheduler")
-    order = [s for s in table.sort_values("bsld").index if s in st]
+    order = [s for s in table.sort_values("bsld").index if s in st and s in rows_that_matter(res)]
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 0.27 * len(order) + 1.9), layout="constrained")
         windows = sorted(res.per_window["window"].unique())
@@ -228,11 +245,11 @@ def figure_per_window(res: Results) -> Figure:
             ax.plot([row["bsld"]], [y], marker="|", ms=14, mew=2.4, color=s.colour, zorder=s.zorder + 2)
             if s.agent:
                 ax.axhspan(y - 0.45, y + 0.45, color=s.colour, alpha=0.08, lw=0, zorder=0)
-        if REFERENCE in table.index:
-            ax.axvline(table.loc[REFERENCE, "bsld"], color="black", ls=":", lw=1.0, zorder=1)
+        if BASELINE in table.index:
+            ax.axvline(table.loc[BASELINE, "bsld"], color="black", ls=":", lw=1.0, zorder=1)
         ax.set_yticks(range(len(order)), [st[n].label for n in order])
         for tick, name in zip(ax.get_yticklabels(), order, strict=True):
-            if st[name].agent or name == REFERENCE:
+            if st[name].agent or name == BASELINE:
                 tick.set_color(st[name].colour)
                 tick.set_fontweight("bold")
         ax.set_ylim(len(order) - 0.5, -0.5)
@@ -246,12 +263,56 @@ def figure_per_window(res: Results) -> Figure:
                    Line2D([], [], ls="", marker="o", mfc="white", mec="#555555", label="one window, no backfilling"),
                    Line2D([], [], color="#555555", lw=2, marker="|", ms=12, mew=2.4,
                           label="mean over windows, 95% bootstrap CI"),
-                   Line2D([], [], color="black", ls=":", lw=1, label="FCFS+EASY mean (reference)")]
+                   Line2D([], [], color="black", ls=":", lw=1, label="FCFS+EASY mean (baseline)")]
         if any(s.agent for s in st.values()):
             handles.append(Line2D([], [], ls="", marker="D", mfc=AGENT_COLOURS[0], mec=AGENT_COLOURS[0],
                                   label="agents (strong colours, shaded rows)"))
         fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
-        _title(fig, "Mean bounded slowdown per test window", res, "rows sorted by the mean")
+        _title(fig, "Mean bounded slowdown per test window", res, "rows sorted by the mean; the agent, its start, "
+               f"the {STRONGEST} strongest implementable rows and the baseline")
+    return fig
+
+
+def rows_that_matter(res: Results) -> list[str]:
+    """The agent and its start, the :data:`STRONGEST` strongest implementable rows and FCFS+EASY (the baseline)."""
+    table = res.summary.sort_values("bsld")
+    agents = table.loc[table["kind"].isin(["agent", "cloned"]), "scheduler"]
+    implementable = table.loc[table["kind"] == tables.HEURISTIC, "scheduler"].head(STRONGEST)
+    names = [*agents, *implementable, BASELINE]
+    return [n for i, n in enumerate(names) if n in set(table["scheduler"]) and n not in names[:i]]
+
+
+def figure_paired(res: Results) -> Figure:
+    """The agent's (and its start's) bsld minus the reference's on each window, with the paired ratio and its CI.
+
+    Without agents, the other rows that matter take their place. Windows are in the order of their start.
+    """
+    st = styles(res)
+    reference = tables.strongest_reference(res.per_window)
+    shown = [n for n in rows_that_matter(res) if n not in (reference, BASELINE)]
+    agents = [n for n in shown if st[n].agent]
+    shown = agents or shown
+    ratios = tables.paired(res.per_window, reference).set_index("scheduler") if reference else None
+    key = "start" if "start" in res.per_window else "window"
+    ref = res.per_window[res.per_window["scheduler"] == reference].set_index("window")["bsld"]
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
+        width = 0.8 / max(len(shown), 1)
+        for i, name in enumerate(shown):
+            g = res.per_window[res.per_window["scheduler"] == name].sort_values([key, "window"])
+            diff = g["bsld"].to_numpy() - ref.reindex(g["window"]).to_numpy()
+            label = f"{st[name].label}: {tables.ratio_text(*ratios.loc[name])} x reference" if ratios is not None \
+                else st[name].label
+            ax.bar(np.arange(len(g)) + (i - (len(shown) - 1) / 2) * width, diff, width, color=st[name].colour,
+                   alpha=max(st[name].alpha, 0.6), label=label, zorder=st[name].zorder)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("test window (in the order of its start in the split)")
+        ax.set_ylabel(f"bsld minus {reference}'s\n(below 0: better)")
+        ax.grid(axis="y", color="#e4e4e4", lw=0.6)
+        fig.legend(loc="outside lower center", ncol=1, frameon=False)
+        _title(fig, f"Paired difference from the reference ({reference}) per test window", res,
+               "ratio of means with a 95% block-bootstrap CI")
     return fig
 
 
@@ -274,27 +335,27 @@ def _panels(res: Results, st: dict[str, Style]) -> list[tuple[str, list[str]]]:
     panels = []
     for backfill, title in (("easy", "with EASY backfilling"), ("none", "without backfilling")):
         mine = [n for n in names if st[n].backfill == backfill]
-        if backfill != "easy" and REFERENCE in st:
-            mine.append(REFERENCE)
+        if backfill != "easy" and BASELINE in st:
+            mine.append(BASELINE)
         if mine:
             panels.append((title, mine))
     other = [n for n in names if st[n].backfill not in ("easy", "none")]
     if other:
-        panels.append(("other backfilling", other + ([REFERENCE] if REFERENCE in st else [])))
+        panels.append(("other backfilling", other + ([BASELINE] if BASELINE in st else [])))
     return panels
 
 
 def _legend(fig: Figure, st: dict[str, Style], drawn: list[str]) -> None:
     """One entry per agent and per heuristic family, then what solid and dashed mean; below the axes."""
     handles, seen = [], set()
-    for name in sorted(set(drawn), key=lambda n: (not st[n].agent, n != REFERENCE, n)):
+    for name in sorted(set(drawn), key=lambda n: (not st[n].agent, n != BASELINE, n)):
         s = st[name]
-        key = name if s.agent or name == REFERENCE else name.split("+")[0]
+        key = name if s.agent or name == BASELINE else name.split("+")[0]
         if key in seen:
             continue
         seen.add(key)
-        label, ls = (s.label, "-") if s.agent or name == REFERENCE else (key.upper(), "-")
-        if key == REFERENCE.split("+")[0] and REFERENCE in seen:  # the reference family: name its other rows
+        label, ls = (s.label, "-") if s.agent or name == BASELINE else (key.upper(), "-")
+        if key == BASELINE.split("+")[0] and BASELINE in seen:  # the baseline family: name its other rows
             label, ls = name.upper(), s.linestyle
         handles.append(Line2D([], [], color=s.colour, ls=ls, lw=s.linewidth + (0.4 if s.agent else 0.3), label=label))
     handles += [Line2D([], [], color="#555555", ls="-", lw=1.3, label="solid: EASY backfilling"),
@@ -317,7 +378,7 @@ def figure_survival(res: Results) -> Figure:
                 x, p = survival(res.per_job.loc[res.per_job["scheduler"] == name, "bsld"].to_numpy())
                 if len(x):
                     ax.step(x, p, where="post", color=s.colour, ls=s.linestyle, lw=s.linewidth, zorder=s.zorder,
-                            alpha=1.0 if s.agent or name == REFERENCE else 0.85)
+                            alpha=s.alpha)
                     lo = min(lo, p.min())
             ax.set_title(title)
             ax.set_xlabel("bounded slowdown x (log scale)")
@@ -357,8 +418,7 @@ def figure_wait(res: Results, bins: int = 10) -> Figure:
                 g = table[table["scheduler"] == name]
                 ax.plot(g["position"], g["wait_h"].clip(lower=1 / 60), color=s.colour, ls=s.linestyle,
                         lw=s.linewidth, marker=s.marker, ms=3.5 if s.agent else 2.5,
-                        mfc=s.colour if s.filled else "white", zorder=s.zorder,
-                        alpha=1.0 if s.agent or name == REFERENCE else 0.85)
+                        mfc=s.colour if s.filled else "white", zorder=s.zorder, alpha=s.alpha)
             ax.set_title(title)
             ax.set_yscale("log")
             ax.grid(which="major", color="#e4e4e4", lw=0.6)
@@ -372,8 +432,9 @@ def figure_wait(res: Results, bins: int = 10) -> Figure:
 
 
 def all_figures(res: Results) -> dict[str, Figure]:
-    """The three figures, by file stem."""
-    return dict(zip(FIGURES, (figure_per_window(res), figure_survival(res), figure_wait(res)), strict=True))
+    """The four figures, by file stem."""
+    return dict(zip(FIGURES, (figure_per_window(res), figure_paired(res), figure_survival(res), figure_wait(res)),
+                    strict=True))
 
 
 def save(figures: Mapping[str, Figure], folder: Path) -> list[Path]:

@@ -23,7 +23,7 @@ from experiments.arguments import TraceArgs
 from hpcgym import cli
 
 #: the scheduler every results table compares with (win rates, shares of improvement, the seeds' check)
-REFERENCE_HEURISTIC = ("fcfs", "easy")
+BASELINE_HEURISTIC = ("fcfs", "easy")
 
 
 @dataclass
@@ -109,7 +109,7 @@ def validation_references(data: Data, length: int, starts: list[int], backfill: 
     from hpcgym import traces
 
     windows = [traces.window(data.validation, length, start=s) for s in starts]
-    policy, reference_backfill = REFERENCE_HEURISTIC
+    policy, reference_backfill = BASELINE_HEURISTIC
     cells = [*simulate_grid(windows, data.machine, ["saf"], [backfill]),
              *simulate_grid(windows, data.machine, [policy], [reference_backfill])]
     return {c.label: float(sum(rec["bsld"].mean() for rec in c.records) / len(c.records)) for c in cells}

@@ -365,7 +365,7 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
         if args.clone:  # a teacher: fit the correction to its choices
             def teach() -> float:
                 return pretrain.behaviour_clone(model, demo_env, pol, args.clone_episodes, args.clone_epochs,
-                                                seed=args.seed)
+                                                seed=args.seed, progress=not args.quiet)
         elif args.teach:  # runtimes: fit the correction to the runtimes the prior's estimates miss
             def teach() -> float:
                 return pretrain.teach_runtimes(model, demo_env, pol, args.clone_episodes, args.clone_epochs,
@@ -377,7 +377,7 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
                 f"residual on {args.prior}: the prior alone reproduces")
     else:
         done = pretrain.warm_start(model, pol, demo_env, args.clone_episodes, args.clone_epochs, args.seed, held_out,
-                                   validate, on_clone=lambda m: save_atomic(m, run.cloned))
+                                   validate, on_clone=lambda m: save_atomic(m, run.cloned), progress=not args.quiet)
         what = f"behaviour-cloned {args.clone}:"
     on_val = f" ({done.accuracy_held_out:.1%} on validation windows)" if held_out else ""
     did = (f"the log-runtime error {done.accuracy:.1%} lower on its demonstrations" if args.teach else

@@ -26,7 +26,7 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
 
 Runs are named ``<base>-s<seed>`` (:func:`run_name`), the base being ``--run-name`` or ``<trace>-<workload>-<algo>``
 (:func:`default_base`); the table across the seeds of one base goes to ``<base>-seeds/`` (:func:`seeds_folder`).
-Every table compares with :data:`REFERENCE`. The fit cache of a runs folder is ``<runs dir>/cache/``
+Every table compares with :data:`BASELINE`. The fit cache of a runs folder is ``<runs dir>/cache/``
 (:func:`fit_cache`). No other module of ``experiments`` spells a file name of these folders.
 """
 
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from baselines.grid import label
-from experiments.protocol import REFERENCE_HEURISTIC, agent_env
+from experiments.protocol import BASELINE_HEURISTIC, agent_env
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
@@ -54,8 +54,8 @@ T = TypeVar("T")
 
 #: where ``experiments.train`` puts run folders unless ``--runs-dir`` says otherwise
 RUNS_DIR = "runs"
-#: the name of the scheduler every results table compares with (:data:`experiments.protocol.REFERENCE_HEURISTIC`)
-REFERENCE = label(*REFERENCE_HEURISTIC)
+#: the name of the scheduler every results table compares with (:data:`experiments.protocol.BASELINE_HEURISTIC`)
+BASELINE = label(*BASELINE_HEURISTIC)
 #: an evaluation's files (in a run's ``eval/``, or any ``experiments.evaluate --out`` folder)
 PER_WINDOW, PER_JOB, SUMMARY, SUMMARY_MD = "per_window.csv", "per_job.csv", "summary.csv", "summary.md"
 #: the across-seed table's files beside :data:`SUMMARY` and :data:`SUMMARY_MD`

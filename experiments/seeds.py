@@ -33,7 +33,7 @@ import pandas as pd
 
 from experiments import runs
 from experiments.fanout import Executor
-from experiments.runs import REFERENCE, RunFolder
+from experiments.runs import BASELINE, RunFolder
 from hpcgym import cli, metrics
 
 NETWORKS = ("agent", "cloned", "untrained")
@@ -57,7 +57,7 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
             raise ValueError(f"{twin.path} and {run.path} both have seed {args.get('seed')}: one seed would count "
                              "twice; give one run per seed")
         per_window = pd.read_csv(run.per_window)
-        ref = per_window[per_window["scheduler"] == REFERENCE].sort_values("window")["bsld"].round(9).tolist()
+        ref = per_window[per_window["scheduler"] == BASELINE].sort_values("window")["bsld"].round(9).tolist()
         key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
         seen.setdefault(key, (run, ref))
         if seen[key][1] != ref or len(seen) > 1:
@@ -93,7 +93,7 @@ def table(per_seed: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
                "best_seed": v.min(), "mean": mean, "ci_low": lo, "ci_high": hi}
         if scheduler in NETWORKS:
             mine = wide[scheduler].dropna()
-            row[f"seeds_beating_{REFERENCE}"] = int((mine < wide.loc[mine.index, REFERENCE]).sum())
+            row[f"seeds_beating_{BASELINE}"] = int((mine < wide.loc[mine.index, BASELINE]).sum())
             for other in ("untrained", "cloned"):
                 if other in wide and scheduler != other:
                     row[f"seeds_beating_{other}"] = int((mine < wide.loc[mine.index, other]).sum())

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from experiments import seeds
-from experiments.runs import REFERENCE, RunFolder
+from experiments.runs import BASELINE, RunFolder
 
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
 #: the key of a run's ``study-run.json`` that marks a source whose windows needed no decision
@@ -111,14 +111,14 @@ def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.Data
         run = RunFolder(path)
         args = run.settings()
         pw = pd.read_csv(run.per_window)
-        ref = pw[pw["scheduler"] == REFERENCE].set_index("window")["bsld"]
+        ref = pw[pw["scheduler"] == BASELINE].set_index("window")["bsld"]
         others = {kind: pw[pw["kind"] == kind].set_index("window")["bsld"] for kind in ("untrained", "cloned")}
         for _, r in pw[pw["kind"] == "agent"].iterrows():
             w = int(r["window"])
             rows.append({"source": source, "seed": seed, "window": w, "run": path.name,
                          "workload": args["workload"], "synthesizer": args["synthesizer"] if source != "real" else "",
                          "backfill": r["backfill"], "bsld": r["bsld"], "wait": r["wait"],
-                         "utilization": r["utilization"], f"{REFERENCE}_bsld": ref.get(w, np.nan),
+                         "utilization": r["utilization"], f"{BASELINE}_bsld": ref.get(w, np.nan),
                          **{f"{k}_bsld": v.get(w, np.nan) for k, v in others.items()}})
         if heuristics is None:
             heuristics = pw[pw["kind"] == "heuristic"].reset_index(drop=True)
@@ -136,9 +136,9 @@ def sources_table(study: pd.DataFrame) -> pd.DataFrame:
 
     if study.empty:
         return pd.DataFrame()
-    per_seed = study.groupby(["source", "seed"], sort=False).agg(bsld=("bsld", "mean"), ref=(f"{REFERENCE}_bsld",
+    per_seed = study.groupby(["source", "seed"], sort=False).agg(bsld=("bsld", "mean"), ref=(f"{BASELINE}_bsld",
                                                                                             "mean"))
-    windows = study.rename(columns={"source": "trained_on", f"{REFERENCE}_bsld": "reference_bsld"})
+    windows = study.rename(columns={"source": "trained_on", f"{BASELINE}_bsld": "reference_bsld"})
     shares = compare.across_seeds(windows).set_index("trained_on")
     rows = []
     for source, g in per_seed.groupby(level="source", sort=False):
@@ -146,8 +146,8 @@ def sources_table(study: pd.DataFrame) -> pd.DataFrame:
         s = study[study["source"] == source]
         row = {"source": source, "seeds": len(v), "mean_bsld": v.mean(), "sd_bsld": v.std(ddof=1) if len(v) > 1
                else np.nan, "min_seed": v.min(), "max_seed": v.max(), "median_bsld": np.median(v),
-               f"{REFERENCE}_bsld": g["ref"].mean(), "win_rate_vs_fcfs_easy": float((s["bsld"] <
-                                                                                    s[f"{REFERENCE}_bsld"]).mean()),
+               f"{BASELINE}_bsld": g["ref"].mean(), "win_rate_vs_fcfs_easy": float((s["bsld"] <
+                                                                                    s[f"{BASELINE}_bsld"]).mean()),
                "untrained_bsld": s["untrained_bsld"].mean(), "cloned_bsld": s.get("cloned_bsld", pd.Series(
                    dtype=float)).mean()}
         for col in ("share_of_real_improvement", "share_ci_low", "share_ci_high"):
@@ -357,9 +357,9 @@ def figure_bsld(study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataF
     from experiments.plots import FAMILY_COLOURS
 
     h = heuristics.groupby("scheduler")["bsld"].mean().sort_values()
-    shown = [k for k in h.index if k.endswith(f"+{backfill}") or k == REFERENCE]
+    shown = [k for k in h.index if k.endswith(f"+{backfill}") or k == BASELINE]
     for k in shown:
-        ax.axhline(h[k], ls="-" if k == REFERENCE else "--", lw=1.2 if k == REFERENCE else 0.9,
+        ax.axhline(h[k], ls="-" if k == BASELINE else "--", lw=1.2 if k == BASELINE else 0.9,
                    color=FAMILY_COLOURS.get(k.split("+")[0], "grey"), label=f"{k} {h[k]:,.2f}")
     if shown:
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="heuristics", title_fontsize=7)
@@ -375,12 +375,12 @@ def figure_bsld(study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataF
     bx.errorbar(range(len(names)), share, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)], fmt="o", color="#228833",
                 capsize=4)
     if np.isnan(share).all():
-        bx.text(0.5, 0.5, f"no share: the real agents did not beat {REFERENCE}\n(or no 'real' source)",
+        bx.text(0.5, 0.5, f"no share: the real agents did not beat {BASELINE}\n(or no 'real' source)",
                 ha="center", va="center", fontsize=8, transform=bx.transAxes)
     bx.axhline(1.0, color="#4477AA", lw=0.8, ls=":")
     bx.axhline(0.0, color="black", lw=0.8)
     bx.set_xticks(range(len(names)), names, rotation=35, ha="right")
-    bx.set_ylabel(f"share of the real agents' gain over {REFERENCE}")
+    bx.set_ylabel(f"share of the real agents' gain over {BASELINE}")
     bx.set_title("share at the seed medians, 95% bootstrap CI over seeds", fontsize=9)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -627,8 +627,8 @@ def slowdown_curves(study_dir: Path) -> dict[str, np.ndarray]:
         for run in g["run"].unique():
             jobs = pd.read_csv(RunFolder(folder.runs / run).per_job)
             values.append(jobs.loc[jobs["kind"] == "agent", "bsld"].to_numpy())
-            if REFERENCE not in out:
-                out[REFERENCE] = jobs.loc[jobs["scheduler"] == REFERENCE, "bsld"].to_numpy()
+            if BASELINE not in out:
+                out[BASELINE] = jobs.loc[jobs["scheduler"] == BASELINE, "bsld"].to_numpy()
         out[source] = np.concatenate(values)
     return out
 
@@ -641,8 +641,8 @@ def figure_slowdown(study_dir: Path):
     ax = fig.subplots()
     for name, values in slowdown_curves(study_dir).items():
         x, y = survival(values)
-        ax.step(x, y, where="post", lw=1.8 if name == REFERENCE else 1.1, label=name,
-                color="black" if name == REFERENCE else None, ls="--" if name == REFERENCE else "-")
+        ax.step(x, y, where="post", lw=1.8 if name == BASELINE else 1.1, label=name,
+                color="black" if name == BASELINE else None, ls="--" if name == BASELINE else "-")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("bounded slowdown x")

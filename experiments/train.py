@@ -8,17 +8,18 @@ Examples::
     python -m experiments.train --workload synthetic --synthesizer tvae --algo dqn
     python -m experiments.train --run-name my-run --resume       # continue a killed run from its last checkpoint
 
-The script reads top to bottom from :class:`Args`. The protocol: the real trace is split chronologically, 70%
-train and 30% test. The last ``val_fraction`` of the train part is the *validation* part;
-training sees only the rest (its windows, or samples of a synthesizer fitted on it). Every ``val_every`` steps the
-deterministic agent plays fixed validation windows, and ``model.zip`` is the best of those checkpoints
-(``last.zip`` holds the final weights). The evaluation runs the agent, its untrained network (``untrained.zip``:
-same seed, no training), its cloned start (``cloned.zip``, when ``--clone``) and every heuristic on identical
-windows of the *test* split. Everything goes to ``runs/<run name>/``: ``args.json`` (the flags), ``scales.json``
-(the observation's resolved time scale), TensorBoard logs (``tb/``: SB3's ``rollout/`` and ``train/`` keys,
-``sched/bsld``, ``sched/fcfs`` and ``val/bsld``), checkpoints, ``learning_curve.csv`` and ``.png``, and ``eval/``
-(the folder's layout: :mod:`experiments.runs`). With ``--seeds``, each seed gets its own run folder and
-``runs/<name>-seeds/`` gets the table across seeds (``experiments.seeds``).
+The script reads top to bottom from :class:`Args` and ends with a verdict line: the network kept and why, and the
+agent against its start and the reference (the strongest implementable row) with paired 95% CIs. The protocol: the
+real trace is split chronologically, 70% train and 30% test. The last ``val_fraction`` of the train part is the
+*validation* part; training sees only the rest (its windows, or samples of a synthesizer fitted on it). Every
+``val_every`` steps the deterministic agent plays fixed validation windows, and ``model.zip`` is the best of those
+checkpoints (``last.zip`` holds the final weights). The evaluation runs the agent, its untrained network
+(``untrained.zip``: same seed, no training), its cloned start (``cloned.zip``, when ``--clone``) and every heuristic
+on identical windows of the *test* split. Everything goes to ``runs/<run name>/``: ``args.json`` (the flags),
+``scales.json`` (the observation's resolved time scale), TensorBoard logs (``tb/``: SB3's ``rollout/`` and
+``train/`` keys, ``sched/bsld``, ``sched/fcfs`` and ``val/bsld``), checkpoints, ``learning_curve.csv`` and ``.png``,
+and ``eval/`` (the folder's layout: :mod:`experiments.runs`). With ``--seeds``, each seed gets its own run folder
+and ``runs/<name>-seeds/`` gets the table across seeds (``experiments.seeds``).
 
 The default recipe (EASY backfilling with the smallest-area-first scan order; a job scorer that also sees each
 job's rank in its queue by walltime, nodes and area; a warm start cloned from smallest-area-first, kept only if it
@@ -398,6 +399,55 @@ def train_and_evaluate(args: Args) -> tuple[Path, pd.DataFrame | None]:
                                           args.eval_length, progress=not args.quiet)
 
 
+def kept_network(curve: pd.DataFrame) -> str:
+    """Which network ``model.zip`` holds and why, from the learning curve (``timesteps, val_bsld, network``)."""
+    kept = curve[~curve["network"].astype(str).str.contains("not kept")]
+    start, rl = kept[kept["timesteps"] == 0], kept[kept["timesteps"] > 0]
+    if start.empty or rl.empty:
+        return "kept the last network (no validation)"
+    label, first = start["network"].iat[-1], float(start["val_bsld"].iat[-1])
+    best = rl.loc[rl["val_bsld"].idxmin()]
+    if best["val_bsld"] < first:
+        return (f"kept the RL network of step {int(best['timesteps']):,} (validation bsld {best['val_bsld']:.2f}, "
+                f"its {label} start {first:.2f})")
+    return (f"kept the {label} start: RL did not improve validation (best RL checkpoint {best['val_bsld']:.2f} at "
+            f"step {int(best['timesteps']):,}, start {first:.2f})")
+
+
+def comparison(ratio: tuple[float, float, float], what: str) -> str:
+    """``0.987 (0.962-1.011) x WHAT: a tie`` (the CI spans 1), ``...: better`` or ``...: worse``."""
+    word = "better" if ratio[2] < 1 else "worse" if ratio[1] > 1 else "a tie"
+    return f"{ratio[0]:.3f} ({ratio[1]:.3f}-{ratio[2]:.3f}) x {what}: {word}"
+
+
+def verdict(run: runs.RunFolder, table: pd.DataFrame) -> str:
+    """One line: the network kept and why; the agent against its start and the reference on the test windows.
+
+    The comparisons are paired ratios of mean bsld with 95% block-bootstrap CIs (:mod:`experiments.tables`).
+    """
+    from experiments import tables
+
+    per_window = pd.read_csv(run.per_window)
+    kinds = per_window.groupby("scheduler")["kind"].first()
+    agent = kinds.index[kinds == "agent"]
+    kept = kept_network(pd.read_csv(run.curve)) if run.curve.is_file() else "kept the last network (no validation)"
+    if agent.empty:
+        return f"verdict: {kept}"
+    row = table.set_index("scheduler").loc[agent[0]]
+    parts = [f"verdict: {kept}. On the test windows the agent's bsld is {row['bsld']:.2f}"]
+    chosen = json.loads(run.warm_start.read_text()).get("chosen") if run.warm_start.is_file() else "untrained"
+    start = kinds.index[kinds == chosen]
+    if len(start):
+        ratio = tables.paired(per_window, start[0]).set_index("scheduler").loc[agent[0]]
+        parts.append(comparison(tuple(ratio), f"its {chosen} start"))
+    reference = table.attrs.get("reference")
+    if reference and "vs_reference" in row:
+        ratio = (row["vs_reference"], row["vs_reference_low"], row["vs_reference_high"])
+        ref_bsld = table.set_index("scheduler").loc[reference, "bsld"]
+        parts.append(comparison(ratio, f"the reference {reference} ({ref_bsld:.2f})"))
+    return "; ".join(parts) + " (paired ratios of mean bsld, 95% block-bootstrap CI)"
+
+
 def _train_and_evaluate_seed(args: Args) -> str:
     return str(train_and_evaluate(args)[0])
 
@@ -420,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(format_summary(table, table.attrs.get("description", "")))
     print(f"done in {time.time() - started:.0f} s: {run_dir}")
+    if table is not None:
+        print(verdict(runs.RunFolder(run_dir), table))
     return 0
 
 

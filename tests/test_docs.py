@@ -48,8 +48,24 @@ def test_site_builds_strict_and_every_page_is_there(site: Path) -> None:
     for page in ("index", "protocol/index", "definitions/index", "simulation/index", "cli/index", "architecture/index",
                  "results/index",
                  "benchmarks/index", "api/env/index", "api/sim/index", "api/data/index", "api/synth/index",
-                 "api/agents/index", "api/baselines/index", "api/experiments/index", "extend/index"):
+                 "api/agents/index", "api/baselines/index", "api/experiments/index", "extend/index", "traces/index",
+                 "environments/index", "synthetic/index", "training/index", "journal/results-2026-11/index",
+                 "journal/benchmarks-2026-11/index", "journal/2026-11-readme/index"):
         assert (site / f"{page}.html").is_file(), f"{page}.html is missing from the built site"
+
+
+def test_every_page_is_reachable_from_the_index() -> None:
+    """Following links from docs/index.md reaches every page of docs/ (the journal included)."""
+    seen, todo = set(), [DOCS / "index.md"]
+    while todo:
+        page = todo.pop()
+        if page in seen or not page.is_file():
+            continue
+        seen.add(page)
+        for link in re.findall(r"\]\((?!https?:|#)([^)#\s]+\.md)", page.read_text(encoding="utf-8")):
+            todo.append((page.parent / link).resolve())
+    unreached = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if p.resolve() not in seen)
+    assert not unreached, f"not reachable from docs/index.md: {unreached}"
 
 
 def test_api_page_renders_the_environment_docstring(site: Path) -> None:

@@ -39,6 +39,8 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     out = run(train_cmd(tmp_path, "--workload", "synthetic", "--timesteps", "600")).stdout
     run_dir = tmp_path / "lublin-256-synthetic-ppo-s0"
     assert "fcfs+easy" in out and (run_dir / "model.zip").exists()
+    last = out.strip().splitlines()[-1]  # the verdict: the network kept, its start and the reference, paired CIs
+    assert last.startswith("verdict: kept the ") and " x its " in last and " x the reference " in last, last
     args = json.loads((run_dir / "args.json").read_text())
     assert args["workload"] == "synthetic" and args["synthesizer"] == "arrivals"
     assert any((tmp_path / "cache").iterdir())  # the fitted synthesizer is cached

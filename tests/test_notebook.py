@@ -77,6 +77,6 @@ def test_titles_name_the_trace_the_run_and_the_measure(results):
         text = " ".join(t.get_text() for t in fig.texts)
         assert "lublin-256" in text and "lublin-run" in text and "3 windows x 128 jobs" in text
     styles = plots.styles(res)
-    assert styles[plots.REFERENCE].colour == "#000000"
+    assert styles[plots.BASELINE].colour == "#000000"
     assert styles["saf+easy"].colour == styles["saf+none"].colour != styles["sjf+easy"].colour
     assert styles["saf+easy"].filled and not styles["saf+none"].filled

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from experiments import compare, evaluate, seeds, train
-from experiments.runs import REFERENCE
+from experiments.runs import BASELINE
 from hpcgym import cli, traces
 
 SETTINGS = {"trace": "lublin-256", "workload": "real", "synthesizer": "arrivals", "algo": "ppo", "seed": 0,
@@ -35,7 +35,7 @@ def make_run(path: Path, evaluated: bool = False, bsld: float = 5.0, **settings)
     if evaluated:
         rows = [{"scheduler": s, "kind": k, "backfill": "easy", "window": w, "bsld": b + w, "wait": 1.0,
                  "utilization": 0.5} for w in (0, 1)
-                for s, k, b in ((REFERENCE, "heuristic", 10.0), (path.name, "agent", bsld))]
+                for s, k, b in ((BASELINE, "heuristic", 10.0), (path.name, "agent", bsld))]
         (path / "eval").mkdir()
         pd.DataFrame(rows).to_csv(path / "eval" / "per_window.csv", index=False)
     return path

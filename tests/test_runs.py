@@ -41,7 +41,7 @@ def test_seed_names_and_their_base():
     assert runs.base_of("theta-real-ppo-s12") == "theta-real-ppo"
     assert runs.base_of("real-s0") == "real"
     assert runs.seeds_folder("out", "theta-real-ppo").as_posix() == "out/theta-real-ppo-seeds"
-    assert runs.REFERENCE == "fcfs+easy"
+    assert runs.BASELINE == "fcfs+easy"
 
 
 # ---- resume --------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments import seeds
-from experiments.runs import REFERENCE
+from experiments.runs import BASELINE
 
 # per seed: the learning curve (timesteps, validation bsld, network) and the test bsld of each network row
 RUNS = {
@@ -34,7 +34,7 @@ def _run(root: Path, seed: int, curve: list | None = None, tests: dict | None = 
     if curve is None:
         curve, tests = RUNS[seed]
     pd.DataFrame(curve, columns=["timesteps", "val_bsld", "network"]).to_csv(path / "learning_curve.csv", index=False)
-    rows = [{"scheduler": REFERENCE, "kind": "heuristic", "backfill": "easy", "window": 0, "bsld": 40.0}]
+    rows = [{"scheduler": BASELINE, "kind": "heuristic", "backfill": "easy", "window": 0, "bsld": 40.0}]
     rows += [{"scheduler": f"r-s{seed}", "kind": kind, "backfill": "easy", "window": 0, "bsld": b}
              for kind, b in tests.items()]
     pd.DataFrame(rows).to_csv(path / "eval" / "per_window.csv", index=False)

@@ -1,0 +1,224 @@
+"""Rebuild the results tables of the README and the docs from the committed result summaries in ``results/``.
+
+Examples::
+
+    python -m experiments.report            # rewrite the tables (and the README's figure) from results/
+    python -m experiments.report --check    # exit 1, listing the tables that differ, without writing
+
+A number in the docs cannot drift from its run: each table sits between ``<!-- report:NAME -->`` and
+``<!-- /report:NAME -->`` in its page, and this script builds it from the files below (a test fails when a page's
+table differs from what the script builds).
+
+- ``results/manifest.csv``: one row per evaluation (``file, trace, date, seeds, command``).
+- ``results/<file>``: its per-window scores (``scheduler, kind, backfill, window, start, block, bsld``), as
+  ``experiments.evaluate`` writes them in ``per_window.csv``. Add a run with ``--add EVAL_FOLDER``.
+- ``results/seeds.csv``: medians across seeds from the journal (``trace, scheduler, kind, seeds, bsld,
+  worst_seed, date, command``); they have no per-window scores, so no paired CI.
+- ``results/benchmarks.csv``: benchmark figures (``benchmark, measure, value, unit, date, command``).
+
+Rows come from the files: a new scheduler in a summary (a new predictor's row, say) appears in the tables without a
+change here. The paired comparison is :func:`experiments.tables.paired` against each trace's reference, the
+strongest implementable row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from experiments import tables
+from experiments.runs import BASELINE, PER_WINDOW
+from hpcgym import cli
+from hpcgym import io as hpcgym_io
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = "results"
+MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
+#: the page of each table
+PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
+         "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md"}
+#: the README's figure: the per-window comparison of this trace's agent with the reference
+FIGURE_TRACE, FIGURE = "theta", "docs/figures/bsld_per_window.png"
+PER_WINDOW_COLUMNS = ["scheduler", "kind", "backfill", "window", "start", "block", "bsld"]
+AGENT_KINDS = ("agent", "cloned", "untrained")
+
+
+def read(root: Path = ROOT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The manifest joined with every per-window file (one row per trace x scheduler x window), and the manifest.
+
+    A scheduler that two files of one trace hold (the heuristics, on the same windows) is kept from the first.
+    """
+    manifest = pd.read_csv(root / RESULTS / MANIFEST, dtype=str)
+    parts = [pd.read_csv(root / RESULTS / row.file).assign(trace=row.trace, date=row.date, seeds=row.seeds)
+             for row in manifest.itertuples()]
+    windows = pd.concat(parts, ignore_index=True).drop_duplicates(["trace", "scheduler", "window"])
+    windows.loc[~windows["kind"].isin(AGENT_KINDS), "seeds"] = "-"  # heuristics do not depend on a seed
+    return windows, manifest
+
+
+def trace_table(windows: pd.DataFrame) -> pd.DataFrame:
+    """One trace's rows: mean bsld, the paired ratio to the reference; implementable first, upper bounds last."""
+    reference = tables.strongest_reference(windows)
+    means = windows.groupby("scheduler", sort=False).agg(kind=("kind", "first"), backfill=("backfill", "first"),
+                                                         seeds=("seeds", "first"), date=("date", "first"),
+                                                         windows=("window", "nunique"), bsld=("bsld", "mean"))
+    table = means.reset_index().merge(tables.paired(windows, reference), on="scheduler", how="left")
+    table["reference"] = reference
+    table["upper"] = table["kind"] == tables.CLAIRVOYANT
+    return table.sort_values(["upper", "bsld"]).drop(columns="upper").reset_index(drop=True)
+
+
+def readme_rows(table: pd.DataFrame, backfill: str = "easy") -> pd.DataFrame:
+    """The rows that matter: the baseline, SAF, the reference, every agent and the clairvoyant bound (``backfill``)."""
+    named = {BASELINE, f"saf+{backfill}", f"tuned+{backfill}", f"{tables.CLAIRVOYANT}+{backfill}",
+             table["reference"].iat[0]}
+    return table[table["scheduler"].isin(named) | (table["kind"] == "agent")]
+
+
+def _shown(table: pd.DataFrame) -> pd.DataFrame:
+    """A trace table as printed: names (upper bounds marked), seeds, windows, bsld, the paired ratio, the date."""
+    return pd.DataFrame({
+        "trace": table["trace"],
+        "scheduler": [f"{s} (upper bound)" if k == tables.CLAIRVOYANT else s
+                      for s, k in zip(table["scheduler"], table["kind"], strict=True)],
+        "kind": table["kind"], "seeds": table["seeds"], "windows": table["windows"].astype(int),
+        "bsld": table["bsld"],
+        "vs reference (95% CI)": [tables.ratio_text(*r) for r in table[["vs_reference", "vs_reference_low",
+                                                                         "vs_reference_high"]].itertuples(index=False)],
+        "date": table["date"]})
+
+
+def evaluation_tables(windows: pd.DataFrame, rows: str) -> pd.DataFrame:
+    """Every trace's table (``rows``: ``readme`` for the rows that matter, ``all`` for every EASY row)."""
+    out = []
+    for trace, group in windows.groupby("trace", sort=False):
+        table = trace_table(group).assign(trace=trace)
+        table = readme_rows(table) if rows == "readme" else table[table["backfill"] == "easy"]
+        out.append(table)
+    return pd.concat(out, ignore_index=True)
+
+
+def _references(windows: pd.DataFrame) -> str:
+    """``theta: tuned+easy, ...``: each trace's reference."""
+    return ", ".join(f"{t}: {tables.strongest_reference(g)}" for t, g in windows.groupby("trace", sort=False))
+
+
+def seeds_table(root: Path = ROOT) -> str:
+    """The journal's medians across seeds (no per-window scores: no paired CI)."""
+    seeds = pd.read_csv(root / RESULTS / SEEDS, dtype={"seeds": str})
+    return tables.markdown(seeds[["trace", "scheduler", "kind", "seeds", "bsld", "worst_seed", "date"]], digits=2)
+
+
+def benchmarks_table(root: Path = ROOT) -> str:
+    """The benchmark figures, one row each, with their command."""
+    bench = pd.read_csv(root / RESULTS / BENCHMARKS, dtype={"value": str})
+    bench["command"] = [f"`{c}`" for c in bench["command"]]
+    return tables.markdown(bench[["benchmark", "measure", "value", "unit", "date", "command"]])
+
+
+def build(root: Path = ROOT) -> dict[str, str]:
+    """Each table's Markdown, by name (:data:`PAGES`' keys)."""
+    windows, manifest = read(root)
+    commands = "; ".join(f"{r.trace}: `{r.command}`" for r in manifest.itertuples())
+    note = (f"Mean bsld over the windows (lower is better). vs reference: the paired ratio to each trace's strongest "
+            f"implementable row ({_references(windows)}) on the same windows, with a 95% block-bootstrap CI (blocks "
+            f"of consecutive jobs; \"better\"/\"worse\" where the CI excludes 1). Commands: {commands}.")
+    return {"readme": tables.markdown(_shown(evaluation_tables(windows, "readme")), digits=2) + "\n\n" + note,
+            "results": tables.markdown(_shown(evaluation_tables(windows, "all")), digits=2) + "\n\n" + note,
+            "seeds": seeds_table(root), "readme-seeds": seeds_table(root), "benchmarks": benchmarks_table(root)}
+
+
+def _block(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- report:{name} -->)(.*?)(<!-- /report:{name} -->)", flags=re.S)
+
+
+def pages(root: Path = ROOT) -> dict[Path, str]:
+    """Every page with its tables rebuilt (the text between each table's markers replaced)."""
+    built = build(root)
+    out: dict[Path, str] = {}
+    for name, text in built.items():
+        path = root / PAGES[name]
+        page = out.get(path, path.read_text(encoding="utf-8"))
+        if not _block(name).search(page):
+            raise ValueError(f"{path} has no <!-- report:{name} --> ... <!-- /report:{name} --> block")
+        out[path] = _block(name).sub(lambda m, t=text: f"{m.group(1)}\n{t}\n{m.group(3)}", page)
+    return out
+
+
+def differences(root: Path = ROOT) -> list[str]:
+    """The pages whose tables differ from what :func:`build` makes of the committed summaries."""
+    return [str(path.relative_to(root)) for path, text in pages(root).items()
+            if path.read_text(encoding="utf-8") != text]
+
+
+def add(folder: Path, trace: str, date: str, seeds: str, command: str, backfill: str = "easy",
+        root: Path = ROOT) -> Path:
+    """Copy an evaluation's per-window scores (rows with ``backfill``) into ``results/``, listed in the manifest.
+
+    Returns:
+        The file written.
+    """
+    per_window = pd.read_csv(folder / PER_WINDOW)
+    per_window = per_window.loc[per_window["backfill"] == backfill, PER_WINDOW_COLUMNS].round({"bsld": 6})
+    name = f"{folder.parent.name if folder.name == 'eval' else folder.name}.csv"
+    hpcgym_io.write_table(per_window, root / RESULTS / name)
+    manifest = pd.read_csv(root / RESULTS / MANIFEST, dtype=str)
+    row = pd.DataFrame([{"file": name, "trace": trace, "date": date, "seeds": seeds, "command": command}])
+    hpcgym_io.write_table(pd.concat([manifest[manifest["file"] != name], row], ignore_index=True),
+                          root / RESULTS / MANIFEST)
+    return root / RESULTS / name
+
+
+def figure(root: Path = ROOT) -> Path:
+    """Redraw the README's figure (:data:`FIGURE`) from the committed per-window scores of :data:`FIGURE_TRACE`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from experiments import plots
+
+    windows, manifest = read(root)
+    mine = windows[windows["trace"] == FIGURE_TRACE].drop(columns=["trace", "date", "seeds"])
+    run = Path(manifest.loc[manifest["trace"] == FIGURE_TRACE, "file"].iat[0]).stem
+    res = plots.from_per_window(mine, FIGURE_TRACE, f"{FIGURE_TRACE}, test split (last 30%), "
+                                f"{mine['window'].nunique()} windows x 1024 jobs", run)
+    fig = plots.figure_per_window(res)
+    return hpcgym_io.atomic_write(root / FIGURE, lambda tmp: fig.savefig(tmp, bbox_inches="tight", facecolor="white"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rebuild (or ``--check``) the docs' tables from ``results/``."""
+    ap = cli.ArgumentParser(prog="python -m experiments.report", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page's tables differ")
+    ap.add_argument("--add", type=Path, default=None, metavar="EVAL_FOLDER",
+                    help="first copy this evaluation's per_window.csv into results/ (needs --trace, --date, --seeds, "
+                         "--command)")
+    ap.add_argument("--trace", default="", help="with --add: the trace the evaluation ran on")
+    ap.add_argument("--date", default="", help="with --add: the day it ran (YYYY-MM-DD)")
+    ap.add_argument("--seeds", default="0", help="with --add: the agents' seeds (default: 0)")
+    ap.add_argument("--command", default="", help="with --add: the command that made it")
+    ap.add_argument("--no-figure", action="store_true", help="do not redraw the README's figure")
+    args = ap.parse_args(argv)
+    if args.check:
+        diffs = differences()
+        for path in diffs:
+            print(f"{path}: its tables differ from the committed summaries (run python -m experiments.report)")
+        return 1 if diffs else 0
+    if args.add is not None:
+        if not (args.trace and args.date and args.command):
+            raise cli.UsageError("--add needs --trace, --date and --command")
+        print(f"added {add(args.add, args.trace, args.date, args.seeds, args.command)}")
+    for path, text in pages().items():
+        hpcgym_io.write_text(path, text)
+        print(f"wrote {path.relative_to(ROOT)}")
+    if not args.no_figure:
+        print(f"drew {figure().relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli.run(main))

@@ -1,0 +1,79 @@
+"""Markdown tables of results, and the comparison every evaluation table makes with the strongest reference.
+
+*Reference* means one thing throughout: the strongest implementable row of a table (the heuristic row with the
+lowest mean bsld; ``tuned`` where the trace has a fit). FCFS+EASY is the *baseline* (the win rate's), and the
+clairvoyant row, which no scheduler can reach, is an upper bound. :func:`paired` gives each row's ratio to the
+reference on the same windows with a block-bootstrap CI (:func:`hpcgym.metrics.paired_ratio_ci`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from hpcgym import metrics
+
+#: the row kind of the one row no scheduler can reach
+CLAIRVOYANT = "clairvoyant"
+#: the row kind of the implementable, non-learned rows (heuristics, ``tuned``)
+HEURISTIC = "heuristic"
+CONFIDENCE = 0.95
+
+
+def markdown(df: pd.DataFrame, formats: Mapping[str, Callable[[object], str]] | None = None,
+             digits: int = 3) -> str:
+    """``df`` as a Markdown table: numbers right-aligned, floats with ``digits`` decimals unless ``formats`` says."""
+    formats = formats or {}
+    cols = list(df.columns)
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in cols]
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    for _, row in df.iterrows():
+        lines.append("| " + " | ".join(formats[c](row[c]) if c in formats else cell(row[c], digits)
+                                       for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def cell(value: object, digits: int = 3) -> str:
+    """One table cell: a float with ``digits`` decimals (``-`` for NaN), anything else as text (pipes escaped)."""
+    if isinstance(value, float | np.floating):
+        return "-" if math.isnan(value) else f"{value:,.{digits}f}"
+    return str(value).replace("|", "\\|")
+
+
+def strongest_reference(per_window: pd.DataFrame) -> str | None:
+    """The heuristic row with the lowest mean bsld over the windows (None: no heuristic row)."""
+    rows = per_window[per_window["kind"] == HEURISTIC]
+    return None if rows.empty else str(rows.groupby("scheduler")["bsld"].mean().idxmin())
+
+
+def paired(per_window: pd.DataFrame, reference: str, seed: int = 0) -> pd.DataFrame:
+    """Each scheduler's bsld ratio to ``reference`` on the same windows, with a 95% block-bootstrap CI.
+
+    ``per_window`` has ``scheduler``, ``window``, ``bsld`` and, where known, ``block`` (the block of consecutive
+    jobs the window starts in: :func:`hpcgym.metrics.window_blocks`; without it every window is its own block).
+
+    Returns:
+        One row per scheduler: ``scheduler, vs_reference, vs_reference_low, vs_reference_high``.
+    """
+    ref = per_window[per_window["scheduler"] == reference].set_index("window")
+    rows = []
+    for scheduler, group in per_window.groupby("scheduler", sort=False):
+        mine = group.set_index("window")
+        common = mine.index.intersection(ref.index)
+        blocks = ref.loc[common, "block"] if "block" in ref else None
+        ratio = metrics.paired_ratio_ci(mine.loc[common, "bsld"], ref.loc[common, "bsld"], blocks, CONFIDENCE,
+                                        seed=seed) if len(common) else (np.nan,) * 3
+        rows.append(dict(zip(("scheduler", "vs_reference", "vs_reference_low", "vs_reference_high"),
+                             (scheduler, *ratio), strict=True)))
+    return pd.DataFrame(rows)
+
+
+def ratio_text(ratio: float, low: float, high: float) -> str:
+    """A paired ratio with its CI, and what it shows: ``0.987 (0.962-1.011)``, ``... better`` or ``... worse``."""
+    if math.isnan(ratio):
+        return "-"
+    verdict = " better" if high < 1 else " worse" if low > 1 else ""
+    return f"{ratio:.3f} ({low:.3f}-{high:.3f}){verdict}"
