@@ -38,7 +38,10 @@ from hpcgym.sim import hold_times, learned, predict, run_batch, start_times
 from hpcgym.sim.heuristics import SAF
 
 #: The candidate losses: ``quantile:q`` (pinball loss at quantile ``q`` of log runtime) or a scikit-learn loss name.
-LOSSES = ("quantile:0.2", "quantile:0.35", "quantile:0.5", "quantile:0.65", "squared_error")
+LOSSES = ("squared_error", "quantile:0.35", "quantile:0.5", "quantile:0.65")
+#: At most this many rows (drawn at random, seeded) fit a candidate loss, and twice as many the final model: the
+#: quantile losses cost about ten times the squared error per row.
+MAX_ROWS = 50_000
 #: Jobs per window of the windowed training rows and of the validation windows.
 WINDOW = 1024
 #: The boosting's settings (not tuned per trace; the loss is).
@@ -75,7 +78,11 @@ def training_rows(jobs: pd.DataFrame, nodes: int, window: int = WINDOW) -> tuple
 
 def _replayed(jobs: pd.DataFrame, nodes: int) -> np.ndarray:
     """The features of ``jobs`` at their arrivals in their FCFS+EASY schedule on the walltimes."""
-    start = start_times(jobs, nodes, "fcfs", "easy")
+    return _features_under(jobs, start_times(jobs, nodes, "fcfs", "easy"))
+
+
+def _features_under(jobs: pd.DataFrame, start: np.ndarray) -> np.ndarray:
+    """The features of ``jobs`` at their arrivals in the schedule ``start``."""
     users, n_users = predict.user_index(jobs["user"].to_numpy(np.int64))
     return learned.replay(jobs["submit"].to_numpy(np.int64), start, hold_times(jobs),
                           jobs["walltime"].to_numpy(np.int64), jobs["nodes"].to_numpy(np.int64), users, n_users)
@@ -118,10 +125,17 @@ def export(model) -> np.ndarray:
     return learned.pack(trees, baseline)
 
 
-def fit_model(x: np.ndarray, y: np.ndarray, loss: str, seed: int = 0) -> np.ndarray:
-    """Fit ``loss``'s regressor on ``(x, y)`` and export it."""
+def fit_model(x: np.ndarray, y: np.ndarray, loss: str, seed: int = 0, max_rows: int | None = None) -> np.ndarray:
+    """Fit ``loss``'s regressor on ``(x, y)`` (at most ``max_rows`` of them, drawn with ``seed``) and export it."""
+    if max_rows is not None and len(y) > max_rows:
+        keep = np.sort(np.random.default_rng(seed).choice(len(y), max_rows, replace=False))
+        x, y = x[keep], y[keep]
+    from threadpoolctl import threadpool_limits
+
     model = regressor(loss, seed)
-    model.fit(x, y)
+    # One thread: a small fit gains little from more, and OpenMP's waiting threads crawl on a busy machine.
+    with threadpool_limits(1, "openmp"):
+        model.fit(x, y)
     return export(model)
 
 
@@ -168,12 +182,12 @@ def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, validat
             x, y = training_rows(fit_part, nodes)
             for loss in losses:
                 bar.set_postfix_str(loss)
-                scores[loss] = _validation_score(fit_model(x, y, loss, seed), val_windows, nodes)
+                scores[loss] = _validation_score(fit_model(x, y, loss, seed, MAX_ROWS), val_windows, nodes)
                 bar.update()
         best = min(scores, key=scores.get) if scores else losses[0]
         x, y = training_rows(train, nodes)
         bar.set_postfix_str(f"{best} on the whole train split")
-        packed = fit_model(x, y, best, seed)
+        packed = fit_model(x, y, best, seed, 2 * MAX_ROWS)
         bar.update()
     import sklearn
 
@@ -181,6 +195,38 @@ def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, validat
                    validation=scores, seconds=round(time.perf_counter() - began, 1), sklearn=sklearn.__version__,
                    description=f"gradient-boosted log runtime ({best}) on the job and its user's history")
     return packed, info
+
+
+def predictions(jobs: pd.DataFrame, nodes: int, packed: np.ndarray | None = None) -> pd.DataFrame:
+    """Every job's hold time and each predictor's estimate of it at the job's arrival.
+
+    The jobs are scheduled as one stream by FCFS+EASY on the walltimes, and each estimate is made from the history
+    of that schedule: ``walltime``, ``last2`` and ``median5`` by their rules (:mod:`hpcgym.sim.predict`), and
+    ``learned`` by ``packed`` (when given).
+    """
+    start = start_times(jobs, nodes, "fcfs", "easy")
+    x = _features_under(jobs, start)
+    wall = jobs["walltime"].to_numpy(np.int64)
+    out = {"hold": hold_times(jobs), "walltime": wall}
+    for name, col in (("last2", learned.FEATURES.index("last2")), ("median5", learned.FEATURES.index("median5"))):
+        v = x[:, col]
+        out[name] = np.where(np.isnan(v), wall, np.clip(np.ceil(np.nan_to_num(v, nan=1.0)), 1, wall)).astype(np.int64)
+    if packed is not None:
+        out["learned"] = np.array([learned.seconds(learned.raw_value(packed, tuple(r)), w)
+                                   for r, w in zip(x, wall, strict=True)], np.int64)
+    return pd.DataFrame(out)
+
+
+def accuracy(estimate: np.ndarray, hold: np.ndarray) -> dict[str, float]:
+    """How close estimates are to hold times.
+
+    The mean absolute error of log runtime, the share under-predicted, and the share within a factor of 2 (seconds
+    below 1 count as 1).
+    """
+    est = np.log(np.maximum(np.asarray(estimate, np.float64), 1))
+    act = np.log(np.maximum(np.asarray(hold, np.float64), 1))
+    return {"mae_log": float(np.abs(est - act).mean()), "under": float((est < act).mean()),
+            "within_2x": float((np.abs(est - act) <= np.log(2)).mean())}
 
 
 def save(packed: np.ndarray, info: FitInfo, path: str | Path) -> Path:
@@ -224,5 +270,5 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     return "python -m baselines.learned " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
 
 
-__all__ = ["BOOSTING", "LOSSES", "WINDOW", "FitInfo", "about", "ensure", "export", "fit", "fit_model", "local_path",
-           "regressor", "save", "training_rows"]
+__all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "ensure", "export", "fit",
+           "fit_model", "local_path", "predictions", "regressor", "save", "training_rows"]
