@@ -132,6 +132,8 @@ def fit_model(x: np.ndarray, y: np.ndarray, loss: str, seed: int = 0, max_rows: 
         x, y = x[keep], y[keep]
     from threadpoolctl import threadpool_limits
 
+    # A feature no row has (every user unknown: no history) is constant for the fit; no split then reads it.
+    x = np.where(np.isnan(x).all(axis=0), 0.0, x)
     model = regressor(loss, seed)
     # One thread: a small fit gains little from more, and OpenMP's waiting threads crawl on a busy machine.
     with threadpool_limits(1, "openmp"):
@@ -260,7 +262,7 @@ def ensure(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = True) ->
     except FileNotFoundError:
         pass
     packed, info = fit(traces.split(jobs, "train"), nodes, progress=progress)
-    info.command = f"python -m baselines.learned --trace {shlex.quote(trace)}"
+    info.command = f"python -m baselines.learn --trace {shlex.quote(trace)}"
     path = save(packed, info, local_path(trace))
     return f"{predict.LEARNED_NAME}:{path}"
 

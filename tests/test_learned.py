@@ -244,7 +244,7 @@ def test_a_fit_saves_loads_and_resolves_by_name(tmp_path, monkeypatch):
 
 def test_missing_and_broken_models_say_what_to_do(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(FileNotFoundError, match="python -m baselines.learned --trace nowhere"):
+    with pytest.raises(FileNotFoundError, match="python -m baselines.learn --trace nowhere"):
         predict.get("learned:nowhere")
     with pytest.raises(ValueError, match="learned:TRACE"):
         predict.get("learned")

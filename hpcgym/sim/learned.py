@@ -90,7 +90,7 @@ def check_model(model: np.ndarray) -> None:
     trees, _, features, version = model[0, :4]
     if int(version) != FORMAT or int(features) != N_FEATURES:
         raise ValueError(f"this runtime model was packed for format {int(version)} with {int(features)} features; "
-                         f"this hpcgym reads format {FORMAT} with {N_FEATURES}: fit it again (baselines.learned)")
+                         f"this hpcgym reads format {FORMAT} with {N_FEATURES}: fit it again (python -m baselines.learn)")
     nodes = model[1 + int(trees):]
     inner = nodes[:, 0] >= 0
     if (nodes[inner, 0] >= N_FEATURES).any() or (nodes[inner, 3:5] >= len(model)).any():

@@ -14,7 +14,7 @@ The predictors (:data:`PREDICTORS`):
   whole seconds; with one finished job, its runtime.
 - ``median5``: the median of the same user's last five finished jobs' runtimes (the mean of the two middle ones
   for an even count), rounded up.
-- ``learned``: a tree ensemble fitted on the log's past (``baselines.learned``) predicts the log runtime from the
+- ``learned``: a tree ensemble fitted on the log's past (``python -m baselines.learn``) predicts the log runtime from the
   job's request and its user's last :data:`hpcgym.sim.learned.K` finished jobs (:mod:`hpcgym.sim.learned` defines
   the features). It needs a model: ``learned:NAME`` reads the model fitted for trace ``NAME`` (``./predictors/``
   first, then the bundled ones), ``learned:PATH.json`` a model file, and a bare ``learned`` the model of the trace
@@ -131,7 +131,7 @@ def get(name: str | Predictor | None, trace: str | None = None) -> Predictor:
         where = name[len(LEARNED_NAME) + 1:] or trace
         if not where:
             raise ValueError("the learned predictor needs a model: name it learned:TRACE or learned:PATH.npz (fit "
-                             "one with python -m baselines.learned --trace TRACE)")
+                             "one with python -m baselines.learn --trace TRACE)")
         return load_learned(model_path(where))
     if key not in PREDICTORS:
         raise UnknownNameError("predictor", name, (*PREDICTORS, "learned:TRACE"))
@@ -150,7 +150,7 @@ def model_path(where: str) -> Path:
         if (folder / f"{stem}.npz").is_file():
             return folder / f"{stem}.npz"
     raise FileNotFoundError(f"no learned runtime model for trace {where!r} in ./{LOCAL_MODELS}/ or the bundled "
-                            f"ones: fit one with python -m baselines.learned --trace {where}")
+                            f"ones: fit one with python -m baselines.learn --trace {where}")
 
 
 def load_learned(path: str | Path) -> Predictor:

@@ -1,0 +1,63 @@
+"""Fit the learned runtime predictor for a trace: ``python -m baselines.learn --trace theta``.
+
+The model is fitted on the trace's train split (the test split is never read; :mod:`baselines.learned` explains
+the features, the model and how the loss is chosen) and saved to ``predictors/<trace>.npz`` (``--out`` to change
+it), where ``learned:<trace>`` finds it (``hpcgym.sim.predict``). The fits shipped for the bundled traces were made
+by this command with its defaults and copied to ``hpcgym/data/predictors/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from baselines import learned
+from hpcgym import cli, machines, traces
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line."""
+    ap = cli.ArgumentParser(prog="python -m baselines.learn", description=__doc__,
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--trace", default="theta", help="bundled trace name or a trace file")
+    cli.add_trace_args(ap)
+    ap.add_argument("--losses", nargs="+", default=list(learned.LOSSES),
+                    help="candidate losses (quantile:Q or a scikit-learn loss); the one whose predictions schedule "
+                         "best (SAF+EASY) on validation windows of the train split is kept")
+    ap.add_argument("--validation", type=float, default=0.2,
+                    help="the share at the end of the train split that scores the candidate losses")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the validation windows and the boosting")
+    ap.add_argument("--out", type=Path, default=None, help="output file (default: ./predictors/<trace>.npz)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line."""
+    args = parser().parse_args(argv)
+    if not 0 < args.validation < 1:
+        raise cli.UsageError(f"--validation must be between 0 and 1, not {args.validation}")
+    for loss in args.losses:
+        learned.regressor(loss)  # an unknown loss fails before the trace is read
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jobs = traces.read(args.trace, **cli.read_options(args))
+    nodes = machines.get(jobs.attrs["machine"]).nodes
+    name = str(jobs.attrs.get("name") or Path(args.trace).name)
+    packed, info = learned.fit(traces.split(jobs, "train"), nodes, args.losses, args.validation, seed=args.seed,
+                               progress=not args.quiet)
+    info.trace = name
+    info.command = "python -m baselines.learn " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    out = learned.save(packed, info, args.out or learned.local_path(name))
+    scores = ", ".join(f"{loss} {v:.2f}" for loss, v in info.validation.items())
+    print(f"{name}: loss {info.loss} ({scores}: SAF+EASY mean bsld on validation windows), {info.rows:,} rows, "
+          f"{len(packed):,} tree rows, {info.seconds:.1f} s -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli.run(main))
