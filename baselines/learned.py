@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,7 +45,7 @@ MAX_ROWS = 50_000
 #: Jobs per window of the windowed training rows and of the validation windows.
 WINDOW = 1024
 #: The boosting's settings (not tuned per trace; the loss is).
-BOOSTING = {"max_iter": 150, "learning_rate": 0.1, "max_leaf_nodes": 31, "min_samples_leaf": 40,
+BOOSTING = {"max_iter": 20, "learning_rate": 0.3, "max_leaf_nodes": 31, "min_samples_leaf": 40,
             "l2_regularization": 1.0, "early_stopping": False}
 
 
@@ -248,7 +248,7 @@ def about(path: str | Path) -> dict:
 
 def local_path(trace: str) -> Path:
     """Where a fit for ``trace`` is cached: ``./predictors/<name>.npz``."""
-    return predict.LOCAL_MODELS / f"{Path(trace).name.split('.')[0].lower()}.npz"
+    return predict.LOCAL_MODELS / predict.model_file(trace)
 
 
 def ensure(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = True) -> str:
@@ -267,10 +267,16 @@ def ensure(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = True) ->
     return f"{predict.LEARNED_NAME}:{path}"
 
 
-def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command as typed, for the saved fit."""
-    return "python -m baselines.learned " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+def ensure_quietly(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = True) -> str | None:
+    """:func:`ensure`, or ``None`` with a warning where no model can be fitted (too few jobs, no name)."""
+    if not trace:
+        return None
+    try:
+        return ensure(trace, jobs, nodes, progress)
+    except ValueError as exc:
+        warnings.warn(f"no learned runtime model for {trace}: {exc}", stacklevel=2)
+        return None
 
 
-__all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "ensure", "export", "fit",
-           "fit_model", "local_path", "predictions", "regressor", "save", "training_rows"]
+__all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "ensure", "ensure_quietly",
+           "export", "fit", "fit_model", "local_path", "predictions", "regressor", "save", "training_rows"]

@@ -7,6 +7,9 @@ has (``docs/definitions.md``, "References that read the log's history"):
   users' walltimes, and those on runtime predictions (``sjbf``: EASY++; ``sjf-last2``; ``saf-last2``);
 - ``tuned``, the weighted priority fitted for this trace and backfill mode (:mod:`baselines.tuned`), where a fit
   exists;
+- on the trace's *learned* runtime predictions (:mod:`baselines.learned`), where the trace has a model:
+  ``sjbf-learned`` (EASY++ on them), ``sjf-learned``, ``saf-learned``, and ``tuned-learned`` (the weighted priority
+  tuned on them) where that fit exists;
 - ``clairvoyant``: the classic heuristic that does best on these windows when told every job's runtime (the
   ``exact`` predictor). No real scheduler can do this; it bounds the room that better estimates leave.
 
@@ -25,7 +28,8 @@ import pandas as pd
 from baselines import priorities, tuned
 from baselines.grid import Cell, simulate_grid
 from hpcgym.machines import Machine
-from hpcgym.sim.heuristics import CLASSIC
+from hpcgym.sim import PriorityPolicy, predict
+from hpcgym.sim.heuristics import CLASSIC, PREDICTIVE
 
 TUNED = tuned.TUNED
 CLAIRVOYANT = "clairvoyant"
@@ -46,6 +50,19 @@ def clairvoyant(windows: Sequence[pd.DataFrame], machine: Machine, backfill: str
     return dataclasses.replace(best, policy=CLAIRVOYANT), best.policy
 
 
+def learned_policies(trace: str) -> list[PriorityPolicy]:
+    """The heuristics on runtime predictions (EASY++, SJF, SAF) on ``trace``'s learned model; none without one."""
+    try:
+        predict.model_path(trace)
+    except FileNotFoundError:
+        return []
+    name = f"{predict.LEARNED_NAME}:{trace}"
+    return [dataclasses.replace(p, name=p.name.replace("-last2", "") + "-learned", predictor=name,
+                                description=p.description.replace("the user's last 2 runtimes", "learned")
+                                .replace("mean of the user's last 2 runtimes", "learned"))
+            for p in PREDICTIVE]
+
+
 def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: str, backfills: Sequence[str],
                     kill_at_walltime: bool = True, progress: bool = False) -> tuple[list[Cell], dict[str, str]]:
     """Every reference row on ``windows``; returns the cells and notes (label -> what it stands for).
@@ -55,12 +72,18 @@ def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: st
     """
     if not kill_at_walltime:
         return simulate_grid(windows, machine, list(CLASSIC), backfills, False, progress), {}
-    cells = simulate_grid(windows, machine, priorities.names(), backfills, True, progress)
+    smart = learned_policies(trace) if trace else []
+    cells = simulate_grid(windows, machine, [*priorities.names(), *smart], backfills, True, progress)
     notes = {}
+    if smart:
+        notes.update({f"{p.name}+{b}": f"{p.description}; model {predict.get(p.predictor).source}" for p in smart
+                      for b in backfills})
     for backfill in backfills:
-        fit = tuned.find(trace, backfill) if trace else None
-        if fit is not None:
-            cell = simulate_grid(windows, machine, [fit.policy()], [backfill])[0]
+        for variant in ("", tuned.LEARNED_VARIANT):
+            fit = tuned.find(trace, backfill, variant=variant) if trace else None
+            if fit is None:
+                continue
+            cell = simulate_grid(windows, machine, [fit.policy(tuned.TUNED + variant)], [backfill])[0]
             cells.append(cell)
             notes[cell.label] = f"weights fitted on the train split ({fit.predictor} predictions; {fit.command})"
         cell, which = clairvoyant(windows, machine, backfill)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from baselines import priorities
+from baselines import learned, priorities, references
 from baselines.grid import Cell, simulate_grid
 from hpcgym import cli, machines, metrics, traces
 from hpcgym.errors import EmptyTraceError
@@ -124,12 +124,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(jobs) == 0:
         raise EmptyTraceError(jobs.attrs.get("source", args.trace), jobs.attrs.get("invalid"), need="to run")
     machine = machines.get(jobs.attrs["machine"])
-    total = len(jobs)
+    total, full = len(jobs), jobs
     jobs = traces.split(jobs, args.split)
     if len(jobs) == 0:
         raise ValueError(f"the {args.split} split of {args.trace} has no jobs ({total} in all); use --split all")
     windows = draw_windows(jobs, args.window, args.windows, args.seed)
-    policies = priorities.names() if args.policy == "all" else [args.policy]
+    policies: list = priorities.names() if args.policy == "all" else [args.policy]
+    if args.policy == "all" and not args.no_kill:  # the heuristics on the trace's learned predictions too
+        name = str(full.attrs.get("name") or Path(args.trace).name)
+        if learned.ensure_quietly(name, full, machine.nodes, progress=not args.quiet):
+            policies += references.learned_policies(name)
     backfills = BACKFILLS if args.backfill == "all" else [args.backfill]
     no_cons = args.no_kill and "conservative" in backfills
     if no_cons:

@@ -49,6 +49,8 @@ from hpcgym.sim import policy as codes
 
 #: The name under which the fitted priority is asked for (``--clone tuned``, evaluation rows).
 TUNED = "tuned"
+#: The suffix of the fits tuned on a learned runtime model (``tuned-learned``; files ``<trace>-<backfill>-learned``).
+LEARNED_VARIANT = "-learned"
 FEATURES = ("log_estimate", "log_nodes", "log_walltime", "wait_hours")
 #: Where the fits of the bundled traces are, and where ``baselines.tune`` writes by default.
 BUNDLED = Path(__file__).with_name("tuned")
@@ -97,9 +99,9 @@ class Fit:
     command: str = ""
     tried: dict[str, float] = field(default_factory=dict)  #: predictor -> its best tuning bsld
 
-    def policy(self) -> PriorityPolicy:
-        """The priority it defines."""
-        return policy([self.weights[f] for f in FEATURES], self.predictor)
+    def policy(self, name: str = TUNED) -> PriorityPolicy:
+        """The priority it defines (named ``name``)."""
+        return policy([self.weights[f] for f in FEATURES], self.predictor, name)
 
 
 class _Windows:
@@ -207,13 +209,18 @@ def named(name: str, trace: str, backfill: str) -> PriorityPolicy:
         ValueError: ``tuned`` is asked for and the trace has no fit for that backfilling.
         hpcgym.errors.UnknownNameError: no heuristic has that name.
     """
-    if name.lower() != TUNED:
+    key = name.lower()
+    if key not in (TUNED, TUNED + LEARNED_VARIANT):
         return priorities.get(name)
-    found = find(trace, backfill)
+    variant = key[len(TUNED):]
+    found = find(trace, backfill, variant=variant)
     if found is None:
-        raise ValueError(f"no tuned fit for {Path(trace).name} with backfill {backfill!r} in ./{LOCAL}/ or "
-                         f"{BUNDLED}: make one with python -m baselines.tune --trace {trace} --backfill {backfill}")
-    return found.policy()
+        make = f"python -m baselines.tune --trace {trace} --backfill {backfill}"
+        if variant:
+            make += f" --predictors learned:{Path(trace).name} --out tuned/{file_name(trace, backfill, variant)}"
+        raise ValueError(f"no {key} fit for {Path(trace).name} with backfill {backfill!r} in ./{LOCAL}/ or "
+                         f"{BUNDLED}: make one with {make}")
+    return found.policy(key)
 
 
 def weights_of(pol: PriorityPolicy) -> tuple[float, float, float, float]:
@@ -234,15 +241,18 @@ def weights_of(pol: PriorityPolicy) -> tuple[float, float, float, float]:
                      "and the tuned fits are)")
 
 
-def file_name(trace: str, backfill: str) -> str:
-    """The file a fit for ``trace`` and ``backfill`` is saved as."""
-    return f"{Path(trace).name.split('.')[0]}-{backfill}.json"
+def file_name(trace: str, backfill: str, variant: str = "") -> str:
+    """The file a fit for ``trace`` and ``backfill`` is saved as (``variant``: ``""`` or :data:`LEARNED_VARIANT`)."""
+    return f"{Path(trace).name.split('.')[0]}-{backfill}{variant}.json"
 
 
-def find(trace: str, backfill: str, search: Sequence[Path] = (LOCAL, BUNDLED)) -> Fit | None:
-    """The fit for ``trace`` (its name) and ``backfill``: ``./tuned/`` first, then the bundled ones; None if none."""
+def find(trace: str, backfill: str, search: Sequence[Path] = (LOCAL, BUNDLED), variant: str = "") -> Fit | None:
+    """The fit for ``trace`` (its name) and ``backfill``: ``./tuned/`` first, then the bundled ones; None if none.
+
+    ``variant`` :data:`LEARNED_VARIANT` asks for the fit tuned on the trace's learned runtime model.
+    """
     for folder in search:
-        path = Path(folder) / file_name(trace, backfill)
+        path = Path(folder) / file_name(trace, backfill, variant)
         if path.exists():
             return load(path)
     return None

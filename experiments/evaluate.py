@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from baselines import references
+from baselines import learned, references
 from experiments import runs, tables
 from experiments.arguments import TRACE_FLAGS
 from experiments.runs import BASELINE, Agent, RunFolder
@@ -214,6 +214,7 @@ def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, leng
         ``(per_window, per_job)`` tables.
     """
     real, machine, test, starts = evaluation_split(trace, read, windows, length, seed)
+    learned.ensure_quietly(str(test.attrs.get("name", "")), real, machine.nodes, progress)
     notes: dict[str, str] = {}
     recs = run_heuristics(test, machine, starts, length, notes=notes)
     for label, agent in tqdm({k: runs.as_agent(a) for k, a in agents.items()}.items(), desc="agents",

@@ -14,9 +14,9 @@ The predictors (:data:`PREDICTORS`):
   whole seconds; with one finished job, its runtime.
 - ``median5``: the median of the same user's last five finished jobs' runtimes (the mean of the two middle ones
   for an even count), rounded up.
-- ``learned``: a tree ensemble fitted on the log's past (``python -m baselines.learn``) predicts the log runtime from the
-  job's request and its user's last :data:`hpcgym.sim.learned.K` finished jobs (:mod:`hpcgym.sim.learned` defines
-  the features). It needs a model: ``learned:NAME`` reads the model fitted for trace ``NAME`` (``./predictors/``
+- ``learned``: a tree ensemble fitted on the log's past (``python -m baselines.learn``) predicts the log runtime
+  from the job's request and its user's last :data:`hpcgym.sim.learned.K` finished jobs (:mod:`hpcgym.sim.learned`
+  defines the features). It needs a model: ``learned:NAME`` reads the model fitted for trace ``NAME`` (``./predictors/``
   first, then the bundled ones), ``learned:PATH.json`` a model file, and a bare ``learned`` the model of the trace
   a job table comes from (``jobs.attrs["name"]``, where the caller passes the table).
 - ``exact``: the job's own runtime. It is *clairvoyant*: no real scheduler has it. It exists to measure the room
@@ -145,12 +145,16 @@ def model_path(where: str) -> Path:
         if not path.is_file():
             raise FileNotFoundError(f"no runtime model at {path}")
         return path
-    stem = Path(where).name.lower()
     for folder in (LOCAL_MODELS, BUNDLED_MODELS):
-        if (folder / f"{stem}.npz").is_file():
-            return folder / f"{stem}.npz"
+        if (folder / model_file(where)).is_file():
+            return folder / model_file(where)
     raise FileNotFoundError(f"no learned runtime model for trace {where!r} in ./{LOCAL_MODELS}/ or the bundled "
                             f"ones: fit one with python -m baselines.learn --trace {where}")
+
+
+def model_file(trace: str) -> str:
+    """The file name of the model fitted for ``trace`` (a name or a trace file's path)."""
+    return f"{Path(trace).name.split('.')[0].lower()}.npz"
 
 
 def load_learned(path: str | Path) -> Predictor:
@@ -238,4 +242,4 @@ def predict(j, t, sc, hist, hcount, user, hold, limit, nodes, begin, model):  # 
 
 
 __all__ = ["EXACT_PREDICTOR", "LAST2", "LEARNED_NAME", "MEDIAN5", "PREDICTORS", "Predictor", "WALLTIME_PREDICTOR",
-           "get", "load_learned", "model_path", "predict", "remember", "user_index"]
+           "get", "load_learned", "model_file", "model_path", "predict", "remember", "user_index"]

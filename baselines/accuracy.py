@@ -1,0 +1,122 @@
+"""How good each runtime predictor is on a trace's test split: ``python -m baselines.accuracy --trace theta``.
+
+Two tables, for the predictors ``walltime``, ``last2``, ``median5`` and ``learned`` (the trace's model, fitted on
+its train split if it has none yet: :mod:`baselines.learned`):
+
+1. **Accuracy** on every job of the test split, each estimate made at the job's arrival from the history of the
+   split's FCFS+EASY schedule (:func:`baselines.learned.predictions`): the mean absolute error of log runtime, the
+   share of jobs predicted shorter than they ran, and the share within a factor of 2.
+2. **Scheduling**: mean bounded slowdown under EASY on the evaluation's test windows (20 of 1,024 jobs, window
+   seed 0, as ``experiments.evaluate``) and on the whole test split scheduled as one stream, for SAF and EASY++
+   (SJBF) on each predictor's estimates, ``tuned`` and ``tuned-learned`` where their fits exist, and the
+   clairvoyant row (the best classic heuristic told every runtime). ``headroom`` is a row's share of the gap
+   between SAF on the walltimes and the clairvoyant row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from baselines import learned, references, tuned
+from hpcgym import cli, machines, traces
+from hpcgym.io import write_table
+from hpcgym.sim import PriorityPolicy, heuristics, predict, simulate
+from hpcgym.sim.heuristics import SAF, SJBF
+
+RULES = ("walltime", "last2", "median5")
+
+
+def accuracy_table(test: pd.DataFrame, nodes: int, model: np.ndarray) -> pd.DataFrame:
+    """Table 1 of the module docstring: one row per predictor."""
+    est = learned.predictions(test, nodes, model)
+    rows = [{"predictor": p, **learned.accuracy(est[p], est["hold"])} for p in (*RULES, "learned")]
+    return pd.DataFrame(rows)
+
+
+def policies(trace: str, backfill: str = "easy") -> list[PriorityPolicy]:
+    """The scheduling table's rows (but the clairvoyant one)."""
+    rows = []
+    for pred in (*RULES, f"{predict.LEARNED_NAME}:{trace}"):
+        short = pred.split(":")[0]
+        rows.append(dataclasses.replace(SAF, name=f"saf@{short}", predictor=pred))
+        rows.append(dataclasses.replace(SJBF, name=f"sjbf@{short}", predictor=pred))
+    for variant in ("", tuned.LEARNED_VARIANT):
+        fit = tuned.find(trace, backfill, variant=variant)
+        if fit is not None:
+            rows.append(fit.policy(tuned.TUNED + variant))
+    return rows
+
+
+def _mean_bsld(tables: Sequence[pd.DataFrame], machine: machines.Machine, pol: PriorityPolicy) -> float:
+    return float(np.mean([simulate(t, machine, pol, "easy")["bsld"].mean() for t in tables]))
+
+
+def scheduling_table(test: pd.DataFrame, machine: machines.Machine, trace: str, windows: int = 20,
+                     length: int = 1024, seed: int = 0) -> pd.DataFrame:
+    """Table 2 of the module docstring: one row per scheduler, on the windows and on the whole split."""
+    starts = traces.window_starts(len(test), length, windows, seed)
+    tables = [traces.window(test, length, start=s) for s in starts]
+    rows = []
+    for pol in policies(trace):
+        rows.append({"scheduler": pol.name, "predictor": pol.predictor.split(":")[0],
+                     "windows": _mean_bsld(tables, machine, pol), "whole": _mean_bsld([test], machine, pol)})
+    _, which = references.clairvoyant(tables, machine, "easy")
+    exact = dataclasses.replace(heuristics.get(which), name="clairvoyant", predictor="exact")
+    rows.append({"scheduler": f"clairvoyant ({which})", "predictor": "exact",
+                 "windows": _mean_bsld(tables, machine, exact), "whole": _mean_bsld([test], machine, exact)})
+    table = pd.DataFrame(rows)
+    for col in ("windows", "whole"):
+        base, clair = table.loc[0, col], table[col].iat[-1]  # SAF on the walltimes; the clairvoyant row
+        table[f"headroom_{col}"] = (base - table[col]) / (base - clair) if base > clair else np.nan
+    return table
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line."""
+    ap = cli.ArgumentParser(prog="python -m baselines.accuracy", description=__doc__,
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--trace", default="theta", help="bundled trace name or a trace file")
+    cli.add_trace_args(ap)
+    ap.add_argument("--windows", type=cli.positive_int, default=20, help="test windows")
+    ap.add_argument("--window", type=cli.positive_int, default=1024, help="jobs per window")
+    ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the window draw")
+    ap.add_argument("--out", type=Path, default=None, help="folder for accuracy.csv and scheduling.csv")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar while a model is fitted")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line."""
+    args = parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jobs = traces.read(args.trace, **cli.read_options(args))
+    machine = machines.get(jobs.attrs["machine"])
+    name = str(jobs.attrs.get("name") or Path(args.trace).name)
+    test = traces.split(jobs, "test")
+    if args.window > len(test):
+        raise cli.UsageError(f"--window {args.window} is longer than the test split ({len(test)} jobs): lower it")
+    learned.ensure(name, jobs, machine.nodes, progress=not args.quiet)
+    model = predict.get(f"{predict.LEARNED_NAME}:{name}")
+    acc = accuracy_table(test, machine.nodes, model.model)
+    sched = scheduling_table(test, machine, name, args.windows, args.window, args.seed)
+    print(f"{name}: {len(test):,} test jobs; learned model {model.source}")
+    print(acc.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\nEASY, mean bsld on {args.windows} windows of {args.window} jobs (seed {args.seed}) and on the whole "
+          "test split; headroom: share of the gap from saf@walltime to the clairvoyant row")
+    print(sched.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    if args.out is not None:
+        write_table(acc, args.out / "accuracy.csv")
+        write_table(sched, args.out / "scheduling.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli.run(main))
