@@ -27,9 +27,9 @@ def parser() -> argparse.ArgumentParser:
     cli.add_trace_args(ap)
     ap.add_argument("--losses", nargs="+", default=list(learned.LOSSES),
                     help="candidate losses (quantile:Q or a scikit-learn loss); the one whose predictions schedule "
-                         "best (SAF+EASY) on validation windows of the train split is kept")
-    ap.add_argument("--validation", type=float, default=0.2,
-                    help="the share at the end of the train split that scores the candidate losses")
+                         "best (SAF+EASY) in a blocked cross-validation of the train split is kept")
+    ap.add_argument("--folds", type=cli.positive_int, default=5,
+                    help="consecutive blocks of the train split that score the candidate losses (cross-validation)")
     ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the validation windows and the boosting")
     ap.add_argument("--out", type=Path, default=None, help="output file (default: ./predictors/<trace>.npz)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -39,8 +39,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line."""
     args = parser().parse_args(argv)
-    if not 0 < args.validation < 1:
-        raise cli.UsageError(f"--validation must be between 0 and 1, not {args.validation}")
+    if args.folds < 2:
+        raise cli.UsageError(f"--folds must be at least 2, not {args.folds}")
     for loss in args.losses:
         learned.regressor(loss)  # an unknown loss fails before the trace is read
     with warnings.catch_warnings():
@@ -48,13 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = traces.read(args.trace, **cli.read_options(args))
     nodes = machines.get(jobs.attrs["machine"]).nodes
     name = str(jobs.attrs.get("name") or Path(args.trace).name)
-    packed, info = learned.fit(traces.split(jobs, "train"), nodes, args.losses, args.validation, seed=args.seed,
+    packed, info = learned.fit(traces.split(jobs, "train"), nodes, args.losses, args.folds, seed=args.seed,
                                progress=not args.quiet)
     info.trace = name
     info.command = "python -m baselines.learn " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     out = learned.save(packed, info, args.out or learned.local_path(name))
     scores = ", ".join(f"{loss} {v:.2f}" for loss, v in info.validation.items())
-    print(f"{name}: loss {info.loss} ({scores}: SAF+EASY mean bsld on validation windows), {info.rows:,} rows, "
+    print(f"{name}: loss {info.loss} ({scores}: SAF+EASY mean bsld, cross-validated), {info.rows:,} rows, "
           f"{len(packed):,} tree rows, {info.seconds:.1f} s -> {out}")
     return 0
 

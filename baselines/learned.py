@@ -13,9 +13,9 @@ histories, as in a whole-trace run) and once cut into consecutive windows of :da
 with no history (as an evaluation window starts).
 
 **When it learns** (``docs/simulation.md``): once, on the train split; never on the test split. The loss is chosen
-by the scheduling outcome, not by accuracy: each candidate of :data:`LOSSES` is fitted on the first
-``1 - validation`` of the train split and scored by the mean bounded slowdown of SAF+EASY on its predictions over
-windows of the rest; the best is refitted on the whole train split.
+by the scheduling outcome, not by accuracy, in a blocked cross-validation of the train split (:func:`fit`): each
+candidate of :data:`LOSSES` is scored by the mean bounded slowdown of SAF+EASY on its predictions over windows of
+each block, fitted without that block; the best is refitted on the whole train split.
 """
 
 from __future__ import annotations
@@ -141,28 +141,34 @@ def fit_model(x: np.ndarray, y: np.ndarray, loss: str, seed: int = 0, max_rows: 
     return export(model)
 
 
-def _validation_score(packed: np.ndarray, windows: list[pd.DataFrame], nodes: int) -> float:
-    """SAF+EASY's mean bsld over ``windows`` on the packed model's predictions."""
+def _validation_scores(packed: np.ndarray, windows: list[pd.DataFrame], nodes: int) -> list[float]:
+    """SAF+EASY's mean bsld on each of ``windows`` on the packed model's predictions."""
     pred = predict.Predictor(predict.LEARNED_NAME, predict.LEARNED, learned.K, model=packed)
     values = []
     for w in windows:
         submit, hold = w["submit"].to_numpy(np.int64), hold_times(w)
         start, _ = run_batch(submit, hold, w["walltime"].to_numpy(np.int64), w["nodes"].to_numpy(np.int64),
                              SAF.keys(w), nodes, SAF, "easy", w["user"].to_numpy(np.int64), pred)
-        values.append(metrics.bounded_slowdown(start - submit, hold).mean())
-    return float(np.mean(values))
+        values.append(float(metrics.bounded_slowdown(start - submit, hold).mean()))
+    return values
 
 
-def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, validation: float = 0.2,
-        windows: int = 16, seed: int = 0, progress: bool = True) -> tuple[np.ndarray, FitInfo]:
-    """Choose the loss on validation windows of the train split, then fit it on the whole split.
+def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, folds: int = 5, windows: int = 20,
+        seed: int = 0, progress: bool = True) -> tuple[np.ndarray, FitInfo]:
+    """Choose the loss by blocked cross-validation on the train split, then fit it on the whole split.
+
+    The train split is cut into ``folds`` consecutive blocks. For each block, every candidate loss is fitted on the
+    rows of the other blocks' jobs and scored on windows of the block (SAF+EASY's mean bsld on its predictions); the
+    loss with the best mean over every block's windows wins. (A job's features may read the runtimes of a held-out
+    block's jobs as its user's history; no held-out job's runtime is a target.)
 
     Args:
         train: the chronological train split of a trace (never the test split).
         nodes: the machine's nodes.
         losses: the candidate losses (:data:`LOSSES`); with one, no validation is run.
-        validation: the share at the end of ``train`` that scores the candidates.
-        windows: validation windows of :data:`WINDOW` jobs (fewer, shorter ones on a short split).
+        folds: consecutive blocks of the train split (at least 2).
+        windows: validation windows of :data:`WINDOW` jobs in all (shorter ones on a short split), spread evenly
+            over the blocks.
         seed: the seed of the validation windows' draw and of the boosting.
         progress: show a progress bar.
 
@@ -171,23 +177,30 @@ def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, validat
     """
     if len(train) < 100:
         raise ValueError(f"the train split has {len(train)} jobs: too few to learn runtimes from")
+    if folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, not {folds}")
     began = time.perf_counter()
+    x, y = training_rows(train, nodes)
+    job = np.concatenate([np.arange(len(train)), np.arange(len(train))])  # the job of each row (two passes)
     scores: dict[str, float] = {}
-    steps = (len(losses) if len(losses) > 1 else 0) + 1
+    steps = (folds * len(losses) if len(losses) > 1 else 0) + 1
     with tqdm(total=steps, desc="fitting runtime model", disable=not progress) as bar:
         if len(losses) > 1:
-            cut = int(len(train) * (1 - validation))
-            fit_part, val_part = train.iloc[:cut], train.iloc[cut:]
-            length = min(WINDOW, len(val_part))
-            starts = traces.window_starts(len(val_part), length, windows, seed)
-            val_windows = [traces.window(val_part, length, start=s) for s in starts]
-            x, y = training_rows(fit_part, nodes)
-            for loss in losses:
-                bar.set_postfix_str(loss)
-                scores[loss] = _validation_score(fit_model(x, y, loss, seed, MAX_ROWS), val_windows, nodes)
-                bar.update()
+            per_loss: dict[str, list[float]] = {loss: [] for loss in losses}
+            edges = np.linspace(0, len(train), folds + 1).astype(int)
+            for b in range(folds):
+                block = train.iloc[edges[b]:edges[b + 1]]
+                length = min(WINDOW, len(block))
+                starts = traces.window_starts(len(block), length, max(1, windows // folds), seed + b)
+                val = [traces.window(block, length, start=s) for s in starts]
+                keep = (job < edges[b]) | (job >= edges[b + 1])
+                for loss in losses:
+                    bar.set_postfix_str(f"block {b + 1}/{folds}, {loss}")
+                    packed = fit_model(x[keep], y[keep], loss, seed, MAX_ROWS)
+                    per_loss[loss] += _validation_scores(packed, val, nodes)
+                    bar.update()
+            scores = {loss: float(np.mean(v)) for loss, v in per_loss.items()}
         best = min(scores, key=scores.get) if scores else losses[0]
-        x, y = training_rows(train, nodes)
         bar.set_postfix_str(f"{best} on the whole train split")
         packed = fit_model(x, y, best, seed, 2 * MAX_ROWS)
         bar.update()

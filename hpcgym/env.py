@@ -208,6 +208,9 @@ class SchedulingEnv(gym.Env):
             raise ValueError(f"features must be one of {sorted(observation.WIDTH)}, not {features!r}")
         self.features = features
         self.predictor = predict.get(predictor, trace=_trace_name(workload))
+        if features == "v2" and self.predictor.code != predict.LEARNED:
+            raise ValueError("features='v2' describes the learned runtime predictor's history: pass "
+                             "predictor='learned' (or learned:TRACE)")
         self.invalid_action = invalid_action
         window, slots = whole_number(window, "window"), whole_number(slots, "slots")
         if window < 2 or slots < 1:

@@ -4,10 +4,13 @@ It is built in one compiled call (RLScheduler's environment spent about 95% of i
 Row ``k < slots`` describes the ``k``-th waiting job in arrival order; the last row describes the machine. Every
 feature lies in ``[0, 1]``; times are log-scaled against the workload's longest walltime.
 
-Two versions: ``v0`` has the 8 columns of :data:`JOB_FEATURES` and :data:`CLUSTER_FEATURES`; ``v1`` adds the 4 of
+Three versions: ``v0`` has the 8 columns of :data:`JOB_FEATURES` and :data:`CLUSTER_FEATURES`; ``v1`` adds the 4 of
 :data:`JOB_FEATURES_V1` and :data:`CLUSTER_FEATURES_V1`, the information the history-based references use: each job's
 runtime prediction and its user's recent accuracy, the reservation EASY holds and what may start around it, and
-when the running jobs release their nodes (``docs/definitions.md`` defines each).
+when the running jobs release their nodes (``docs/definitions.md`` defines each). ``v2`` needs the learned runtime
+predictor (:mod:`hpcgym.sim.learned`), whose estimate is then v1's ``predicted`` column, and adds the 2 of
+:data:`JOB_FEATURES_V2` and :data:`CLUSTER_FEATURES_V2`: how widely the job's user's recent runtimes spread, and
+how often that user asked for this job's walltime (what tells a reliable prediction from a guess).
 
 :class:`Scales` holds how times are scaled, and the clock of the time of day. :class:`Observer` makes the builder
 the hook of step mode (:class:`hpcgym.sim.simulator.StepHook`): the compiled call that advances a simulation, or a
@@ -22,7 +25,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from hpcgym.sim import actions, loop
+from hpcgym.sim import actions, learned, loop
 from hpcgym.sim.actions import HOLD_CHOICE
 from hpcgym.sim.backfill import NONE, shadow
 from hpcgym.sim.state import ACTION, EXTRA, FREE, LAST_HEAD, NEXT, NODES, PK, QE, QS, RN, SHADOW, T
@@ -63,12 +66,24 @@ CLUSTER_FEATURES_V1 = CLUSTER_FEATURES + (
     "half_free",  # log1p(time until half the machine is free, by estimates) / log1p(time scale)
     "next_release",  # nodes the next estimated end frees / machine nodes
 )
+JOB_FEATURES_V2 = JOB_FEATURES_V1 + (
+    "user_spread",  # (log1p(longest) - log1p(shortest) runtime of the user's last K finished jobs) / log1p(time scale)
+    "same_request",  # share of the user's last K finished jobs that asked for this job's walltime (0 with none)
+)
+CLUSTER_FEATURES_V2 = CLUSTER_FEATURES_V1 + (
+    "learned_running",  # share of the running jobs whose estimate is still their learned prediction (not expired)
+    "known_users",  # share of the visible jobs whose user has a finished job (0 with none visible)
+)
 N_FEATURES = len(JOB_FEATURES)
 N_FEATURES_V1 = len(JOB_FEATURES_V1)
+N_FEATURES_V2 = len(JOB_FEATURES_V2)
 #: features per row, by observation version
-WIDTH = {"v0": N_FEATURES, "v1": N_FEATURES_V1}
+WIDTH = {"v0": N_FEATURES, "v1": N_FEATURES_V1, "v2": N_FEATURES_V2}
+#: the version numbers the compiled builders take
+LEVEL = {"v0": 0, "v1": 1, "v2": 2}
 PRESENT = JOB_FEATURES.index("present")  #: the column that tells a job row from padding (agents read it)
 assert len(CLUSTER_FEATURES) == N_FEATURES and len(CLUSTER_FEATURES_V1) == N_FEATURES_V1
+assert len(CLUSTER_FEATURES_V2) == N_FEATURES_V2
 
 
 class Scales(NamedTuple):
@@ -242,6 +257,34 @@ def build_v1(obs, mask, jobs, st, mode, inv_time):  # pragma: no cover - compile
 
 
 @nb.njit(cache=True)
+def build_v2(obs, jobs, st, inv_time):  # pragma: no cover - compiled
+    """Fill the ``v2`` columns (after :func:`build_v1`); the history ring is the learned predictor's."""
+    _, hold, wall, nodes, _, limit, user, _ = jobs
+    sc, begin, _, _, q, _, _, rs, _, _, hist, hcount, _ = st
+    slots = obs.shape[0] - 1
+    now = sc[T]
+    queue = q[sc[QS]:sc[QE]]
+    base = N_FEATURES_V1
+    visible = min(len(queue), slots)
+    known = 0
+    for k in range(visible):
+        x = learned.features(queue[k], now, hist, hcount, user, begin, hold, limit, nodes)
+        if x[2] > 0:
+            known += 1
+            obs[k, base] = min((math.log1p(x[6]) - math.log1p(x[7])) * inv_time, 1.0)
+            obs[k, base + 1] = x[12] / min(x[2], learned.K)
+    n = len(begin)
+    live = rs[:sc[RN]]
+    kept = 0
+    for m in range(len(live)):
+        j = live[m] % n
+        kept += wall[j] < limit[j]
+    c = slots
+    obs[c, base] = kept / len(live) if len(live) > 0 else 0.0
+    obs[c, base + 1] = known / visible if visible > 0 else 0.0
+
+
+@nb.njit(cache=True)
 def action_mask(mask, jobs, st):  # pragma: no cover - compiled
     """Narrow ``mask`` (the slots that hold a job) to the choices the action mode allows (:mod:`hpcgym.sim.actions`).
 
@@ -269,26 +312,28 @@ def action_mask(mask, jobs, st):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def observe_step(jobs, st, code, mode, chosen, obs, mask, scales, v1):  # pragma: no cover - compiled
+def observe_step(jobs, st, code, mode, chosen, obs, mask, scales, level):  # pragma: no cover - compiled
     """Step mode with the observation as its hook: apply ``chosen``, run to the next decision, build the observation.
 
     One compiled call per decision (each crossing from Python costs the typing of its arguments): the
     :class:`Observer`'s ``step`` (:func:`hpcgym.sim.loop.advance` with ``external``). ``scales``: a :class:`Scales`
-    as a plain tuple; ``v1``: also fill the ``v1`` columns. Returns the engine's status
+    as a plain tuple; ``level``: 1 also fills the ``v1`` columns, 2 the ``v2`` ones too. Returns the engine's status
     (:data:`hpcgym.sim.loop.DECIDE` or ``DONE``).
     """
     status = loop.advance(jobs, st, code, mode, chosen, True)
     build_state(obs, mask, jobs, st, scales)
     if status == loop.DECIDE:
         action_mask(mask, jobs, st)
-    if v1:
+    if level >= 1:
         build_v1(obs, mask, jobs, st, mode, scales[2])
+    if level >= 2:
+        build_v2(obs, jobs, st, scales[2])
     return status
 
 
 @nb.njit(cache=True)
 def observe_rows(slots, lengths, status, jobs, st, code, mode, obs, mask, scales, clocks,
-                 v1):  # pragma: no cover - compiled
+                 level):  # pragma: no cover - compiled
     """:func:`observe_step` for each row ``i`` of a batch that is not ``DONE`` (the :class:`Observer`'s ``rows``).
 
     Row ``i`` chooses the job in slot ``slots[i]`` of its queue (the slot after the last: a hold) and runs on the
@@ -308,7 +353,7 @@ def observe_rows(slots, lengths, status, jobs, st, code, mode, obs, mask, scales
               pu[i], hist[i], hcount[i], held[i, :n])
         chosen = HOLD_CHOICE if slots[i] == obs.shape[1] - 1 else q[i, sc[i, QS] + slots[i]]
         row_scales = (scales[0], scales[1], scales[2], scales[3], clocks[i])
-        status[i] = observe_step(ji, si, code, mode, chosen, obs[i], mask[i], row_scales, v1)
+        status[i] = observe_step(ji, si, code, mode, chosen, obs[i], mask[i], row_scales, level)
 
 
 class Observer:
@@ -321,7 +366,7 @@ class Observer:
         obs: ``(slots + 1, width)`` float32 for one simulation, or ``(N, slots + 1, width)`` for a batch of N.
         mask: ``(actions,)`` or ``(N, actions)`` bool.
         scales: the :class:`Scales` (a batch reads its clock from ``clocks`` instead).
-        features: ``"v0"`` or ``"v1"`` (:data:`WIDTH`).
+        features: ``"v0"``, ``"v1"`` or ``"v2"`` (:data:`WIDTH`).
         clocks: a batch only: each row's window clock (int64, N).
     """
 
@@ -330,7 +375,7 @@ class Observer:
 
     def __init__(self, obs: np.ndarray, mask: np.ndarray, scales: Scales, features: str = "v0",
                  clocks: np.ndarray | None = None):
-        self.obs, self.mask, self.v1, self.clocks = obs, mask, features == "v1", clocks
+        self.obs, self.mask, self.level, self.clocks = obs, mask, LEVEL[features], clocks
         self.scales = scales
 
     @property
@@ -343,6 +388,6 @@ class Observer:
         self._scales = scales
         # The compiled calls' extra arguments, built once per window: plain tuples, not named ones.
         if self.clocks is None:
-            self.args = (self.obs, self.mask, tuple(scales), self.v1)
+            self.args = (self.obs, self.mask, tuple(scales), self.level)
         else:
-            self.args = (self.obs, self.mask, tuple(scales), self.clocks, self.v1)
+            self.args = (self.obs, self.mask, tuple(scales), self.clocks, self.level)

@@ -225,7 +225,8 @@ def test_a_fit_saves_loads_and_resolves_by_name(tmp_path, monkeypatch):
     jobs = traces.load("lublin-256")
     train = traces.window(traces.split(jobs, "train"), 1500, start=0)
     train.attrs["name"] = "lublin-256"
-    packed, info = fitting.fit(train, 256, losses=("quantile:0.35", "quantile:0.65"), windows=2, progress=False)
+    packed, info = fitting.fit(train, 256, losses=("quantile:0.35", "quantile:0.65"), folds=2, windows=2,
+                                progress=False)
     assert set(info.validation) == {"quantile:0.35", "quantile:0.65"}
     assert info.loss == min(info.validation, key=info.validation.get)
     monkeypatch.chdir(tmp_path)
@@ -250,6 +251,66 @@ def test_missing_and_broken_models_say_what_to_do(tmp_path, monkeypatch):
         predict.get("learned")
     with pytest.raises(ValueError, match="format"):
         predict.Predictor("learned", predict.LEARNED, learned.K, model=np.zeros((3, 6)))
-    bad = learned.pack([np.array([[0, 1.0, 0, 1, 9, 0], [-1, 0, 0, 0, 0, 1.0]])], 0.0)
+    good = learned.pack([np.array([[0, 1.0, 0, 1, 2, 0], [-1, 0, 0, 0, 0, 1.0], [-1, 0, 0, 0, 0, 2.0]])], 0.0)
+    learned.check_model(good)
+    assert learned.raw_value(good, (0.5,) + (NAN,) * 13) == 1.0 and learned.raw_value(good, (2.0,) * 14) == 2.0
+    bad = good.copy()
+    bad[2, 3:5] = 9, 10
     with pytest.raises(ValueError, match="outside"):
         learned.check_model(bad)
+
+
+# ---- the v2 observation ------------------------------------------------------------------------------------
+def test_the_v2_columns_by_their_definition(model):
+    """Each visible job's v2 columns, recomputed from the simulator's records (not from the feature code)."""
+    import hpcgym
+    from hpcgym.observation import N_FEATURES_V1
+
+    _, pred, _ = model
+    warnings.simplefilter("ignore")
+    jobs = traces.window(traces.split(traces.load("sdsc-sp2"), "test"), 600, start=100)
+    env = hpcgym.make("hpcgym/sdsc-sp2-v0", workload=jobs, machine="sdsc-sp2", window=600, backfill="easy",
+                      features="v2", predictor=pred, split="all")
+    obs, _ = env.reset(seed=0)
+    base = env.unwrapped
+    checked = 0
+    for _ in range(150):
+        sim = base.sim
+        now, inv = sim.now, base.sim.hook.scales.inv_time
+        end = sim.start + sim.hold
+        done = (sim.start >= 0) & (end <= now)
+        for k, j in enumerate(sim.queue[:base.slots]):
+            mine = np.flatnonzero(done & (sim.user_ids == sim.user_ids[j]))
+            mine = mine[np.lexsort((mine, end[mine]))][-learned.K:] if sim.user_ids[j] >= 0 else mine[:0]
+            spread = (np.log1p(sim.hold[mine].max()) - np.log1p(sim.hold[mine].min())) * inv if len(mine) else 0.0
+            same = (sim.limit[mine] == sim.limit[j]).mean() if len(mine) else 0.0
+            assert obs[k, N_FEATURES_V1] == pytest.approx(min(spread, 1.0), abs=1e-6)
+            assert obs[k, N_FEATURES_V1 + 1] == pytest.approx(same, abs=1e-6)
+            checked += len(mine) > 0
+        obs, _, done_, _, _ = env.step(int(np.flatnonzero(base.action_masks())[0]))
+        if done_:
+            break
+    assert checked > 50
+    assert env.observation_space.contains(obs)
+    with pytest.raises(ValueError, match="predictor='learned'"):
+        hpcgym.make("hpcgym/sdsc-sp2-v0", features="v2")
+
+
+# ---- the command lines -------------------------------------------------------------------------------------
+def test_learn_and_accuracy_command_lines(tmp_path, monkeypatch, capsys):
+    from baselines import accuracy, learn
+
+    warnings.simplefilter("ignore")
+    monkeypatch.chdir(tmp_path)
+    assert learn.main(["--trace", "mustang-2012-12", "--losses", "squared_error", "quantile:0.5", "--folds", "2",
+                       "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "mustang-2012-12: loss" in out and (tmp_path / "predictors" / "mustang-2012-12.npz").is_file()
+    assert fitting.about("predictors/mustang-2012-12.npz")["command"].startswith("python -m baselines.learn --trace")
+    assert accuracy.main(["--trace", "mustang-2012-12", "--windows", "2", "--window", "64", "--out", "acc"]) == 0
+    acc = pd.read_csv(tmp_path / "acc" / "accuracy.csv")
+    assert list(acc["predictor"]) == ["walltime", "last2", "median5", "learned"]
+    assert acc.loc[0, "under"] == 0  # a walltime never under-predicts a job killed at its walltime
+    sched = pd.read_csv(tmp_path / "acc" / "scheduling.csv")
+    assert sched["scheduler"].iat[0] == "saf@walltime" and sched["headroom_windows"].iat[0] == 0
+    assert sched["headroom_windows"].iat[-1] == pytest.approx(1.0)
