@@ -40,7 +40,10 @@ RESULTS = "results"
 MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
 #: the page of each table
 PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
-         "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md"}
+         "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
+         "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md"}
+#: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
+ACCURACY = "accuracy"
 #: the README's figure: the per-window comparison of this trace's agent with the reference
 FIGURE_TRACE, FIGURE = "theta", "docs/figures/bsld_per_window.png"
 PER_WINDOW_COLUMNS = ["scheduler", "kind", "backfill", "window", "start", "block", "bsld"]
@@ -120,6 +123,18 @@ def benchmarks_table(root: Path = ROOT) -> str:
     return tables.markdown(bench[["benchmark", "measure", "value", "unit", "date", "command"]])
 
 
+def predictions_tables(root: Path = ROOT) -> dict[str, str]:
+    """The runtime predictors' accuracy and scheduling tables, every trace of ``results/accuracy/`` in one each."""
+    folders = sorted(p for p in (root / RESULTS / ACCURACY).iterdir() if p.is_dir())
+    acc = pd.concat([pd.read_csv(f / "accuracy.csv").assign(trace=f.name) for f in folders], ignore_index=True)
+    sched = pd.concat([pd.read_csv(f / "scheduling.csv").assign(trace=f.name) for f in folders], ignore_index=True)
+    acc = acc[["trace", "predictor", "mae_log", "under", "within_2x"]]
+    sched = sched[["trace", "scheduler", "predictor", "windows", "headroom_windows", "whole", "headroom_whole"]]
+    percent = {c: (lambda v: "-" if pd.isna(v) else f"{v:.0%}") for c in ("headroom_windows", "headroom_whole")}
+    return {"predictions-accuracy": tables.markdown(acc, digits=3),
+            "predictions-scheduling": tables.markdown(sched, percent, digits=2)}
+
+
 def build(root: Path = ROOT) -> dict[str, str]:
     """Each table's Markdown, by name (:data:`PAGES`' keys)."""
     windows, manifest = read(root)
@@ -129,7 +144,8 @@ def build(root: Path = ROOT) -> dict[str, str]:
             f"of consecutive jobs; \"better\"/\"worse\" where the CI excludes 1). Commands: {commands}.")
     return {"readme": tables.markdown(_shown(evaluation_tables(windows, "readme")), digits=2) + "\n\n" + note,
             "results": tables.markdown(_shown(evaluation_tables(windows, "all")), digits=2) + "\n\n" + note,
-            "seeds": seeds_table(root), "readme-seeds": seeds_table(root), "benchmarks": benchmarks_table(root)}
+            "seeds": seeds_table(root), "readme-seeds": seeds_table(root), "benchmarks": benchmarks_table(root),
+            **predictions_tables(root)}
 
 
 def _block(name: str) -> re.Pattern[str]:

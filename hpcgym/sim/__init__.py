@@ -19,7 +19,8 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
   caller's), and :func:`~hpcgym.sim.loop.schedule` for whole streams.
 - ``policy.py``: the priority formulas and :class:`PriorityPolicy`; ``heuristics.py``: the named heuristics.
 - ``actions.py``: the action modes of step mode (what an agent's choice means: pick, guarded, hold).
-- ``predict.py``: runtime predictors (a job's estimate from its user's finished jobs) and their correction.
+- ``predict.py``: runtime predictors (a job's estimate from its user's finished jobs) and their correction;
+  ``learned.py``: the learned predictor's features and its tree ensemble as arrays the loop walks.
 - ``table.py``: job tables in (the settings they can run with, hold times; their validity is
   :func:`hpcgym.jobs.check_valid`); ``simulator.py``: :class:`Simulator` and :class:`~hpcgym.sim.simulator.Batch`,
   the one Python path into the loop in step mode, with a hook that runs in the same compiled call.
