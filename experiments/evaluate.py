@@ -136,7 +136,7 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     notes += identical_rows(per_window)
     description = "\n".join([description, *(f"Note: {n}" for n in notes)]) if notes else description
     table.attrs["description"] = description
-    (out / runs.SUMMARY_MD).write_text(format_summary(table, description) + "\n")
+    hpcgym_io.write_text(out / runs.SUMMARY_MD, format_summary(table, description) + "\n")
     return table
 
 

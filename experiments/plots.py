@@ -31,6 +31,7 @@ from matplotlib.lines import Line2D
 
 from experiments import runs
 from experiments.runs import REFERENCE
+from hpcgym import io as hpcgym_io
 
 #: Muted colours of the heuristic families (FCFS, the reference family, in black).
 FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#4477AA", "wfp3": "#66CCEE", "unicep": "#228833", "f1": "#CCBB44",
@@ -383,7 +384,7 @@ def save(figures: Mapping[str, Figure], folder: Path) -> list[Path]:
     for name, fig in figures.items():
         path = folder / f"{name}.png"
         with _style():
-            fig.savefig(path, bbox_inches="tight", facecolor="white")
+            hpcgym_io.write_figure(fig, path, bbox_inches="tight", facecolor="white")
         paths.append(path)
     return paths
 

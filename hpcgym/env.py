@@ -417,7 +417,7 @@ def whole_number(value: Any, name: str) -> int:
         raise TypeError(f"{name} must be an integer, not {value!r}")
     try:
         whole = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         raise TypeError(f"{name} must be an integer, not {value!r}") from None
     if whole != value:
         raise ValueError(f"{name} must be a whole number, not {value!r}")

@@ -159,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     conv = sub.add_parser("convert", help="write a trace (Slurm, PBS, CSV, SWF) as SWF, users and groups anonymised")
     conv.add_argument("trace", help="a path (a sacct file, a PBS log or a directory of them, a CSV, an SWF file) or a "
                       "bundled name")
-    conv.add_argument("--out", required=True, help="the SWF file to write (.swf, or .swf.gz to gzip it)")
+    conv.add_argument("--out", required=True, type=cli.out_file,
+                      help="the SWF file to write (.swf, or .swf.gz to gzip it)")
     conv.add_argument("--keep-ids", action="store_true", help="keep user and group ids as read (default: renumber "
                       "them 1, 2, ... in order of first appearance, so that the file can be shared)")
     cli.add_trace_args(conv)

@@ -1,0 +1,197 @@
+"""Odd inputs and faults from issue 45: saves that cannot lose a model, writes that stay in their folder, one-line
+errors, readers fed pipes and binary files, and the environments driven from other RL code (TorchRL).
+
+Every test is in-process and uses tiny data, except the one that needs a fresh interpreter (a numba cache).
+"""
+
+import errno
+import os
+import pickle
+import time
+
+import pandas as pd
+import pytest
+
+from experiments import runs
+from hpcgym import cli
+from hpcgym import io as hpcgym_io
+from synth.base import Synthesizer
+
+
+# ---- item 1: a synthesizer folder is replaced whole, never written over in place --------------------------------
+class _Tiny(Synthesizer):
+    """A fitted-looking synthesizer whose state is one number (no fit needed)."""
+
+    name = "tiny"
+
+    def __init__(self, max_nodes=None, value=0, **params):
+        super().__init__(max_nodes=max_nodes or 4, **params)
+        self.value, self.fitted = value, True
+
+
+def test_a_save_killed_while_it_writes_keeps_the_model_it_replaces(tmp_path, monkeypatch):
+    _Tiny(value=1).save(tmp_path / "m")
+
+    def killed(*args, **kwargs):  # the process dies while state.pkl is half written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pickle, "dump", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _Tiny(value=2).save(tmp_path / "m")
+    monkeypatch.undo()
+    assert Synthesizer.load(tmp_path / "m").value == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["m"]  # no temporary folder left behind
+    _Tiny(value=3).save(tmp_path / "m")  # a save over a saved model replaces it
+    assert Synthesizer.load(tmp_path / "m").value == 3
+
+
+def test_a_save_refuses_a_folder_of_other_files(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="no saved synthesizer"):
+        _Tiny().save(tmp_path / "notes")
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "mine"
+
+
+def test_a_model_whose_plugin_is_gone_is_one_line(tmp_path):
+    _Tiny().save(tmp_path / "m")
+    manifest = tmp_path / "m" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace("test_edges:_Tiny", "gone_plugin_pkg:Model"))
+    with pytest.raises(ValueError, match=r"manifest.json: the model's class gone_plugin_pkg:Model cannot be imported"):
+        Synthesizer.load(tmp_path / "m")
+
+
+# ---- item 2: nothing follows a symbolic link out of a run folder; the lock is exclusive ------------------------
+def test_atomic_writes_replace_a_link_instead_of_writing_through_it(tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("keep")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "summary.md").symlink_to(outside)
+    hpcgym_io.write_text(tmp_path / "run" / "summary.md", "new")
+    assert outside.read_text() == "keep" and not (tmp_path / "run" / "summary.md").is_symlink()
+
+
+def test_summaries_and_figures_are_written_atomically(tmp_path):
+    from agents.curves import plot_learning_curves
+    from experiments.evaluate import write_results
+
+    outside = tmp_path / "outside"
+    outside.write_text("keep")
+    run = tmp_path / "run"
+    (run / "eval").mkdir(parents=True)
+    for name in ("eval/summary.md", "learning_curve.png"):
+        (run / name).symlink_to(outside)
+    per_window = pd.DataFrame({"scheduler": ["fcfs+easy"] * 2, "kind": ["heuristic"] * 2, "backfill": ["easy"] * 2,
+                               "window": [0, 1], "bsld": [2.0, 3.0], "wait": [1.0, 2.0], "utilization": [0.5, 0.5]})
+    write_results(run / "eval", per_window, pd.DataFrame({"job": [1]}))
+    curve = run / "curve.csv"
+    curve.write_text("timesteps,val_bsld,network\n0,3.0,start\n10,2.0,ppo\n")
+    plot_learning_curves({"r": curve}, run / "learning_curve.png")
+    assert outside.read_text() == "keep"
+    assert not any(p.is_symlink() for p in run.rglob("*"))
+
+
+def test_a_run_folder_holding_a_link_is_refused(tmp_path):
+    folder = runs.RunFolder(tmp_path / "r")
+    folder.path.mkdir()
+    (folder.path / "learning_curve.csv").symlink_to(tmp_path)
+    with pytest.raises(cli.UsageError, match="learning_curve.csv is a symbolic link"):
+        folder.check_usable(resume=True, overwrite=False)
+    linked = runs.RunFolder(tmp_path / "linked")
+    linked.path.symlink_to(tmp_path / "r")
+    with pytest.raises(cli.UsageError, match="linked is a symbolic link"):  # --overwrite would rmtree it
+        with linked.owned(resume=False, overwrite=True):
+            pass
+
+
+def test_the_lock_is_created_exclusively(tmp_path, monkeypatch):
+    folder = runs.RunFolder(tmp_path / "r")
+    real_open = os.open
+    flags = []
+    monkeypatch.setattr(os, "open", lambda path, flag, *a: flags.append(flag) or real_open(path, flag, *a))
+    with folder.owned(resume=False, overwrite=False):
+        pass
+    assert flags and all(f & os.O_EXCL for f in flags)
+    monkeypatch.undo()
+    folder.lock.symlink_to(tmp_path / "elsewhere")  # a dangling link where the lock goes is never followed
+    with pytest.raises(cli.UsageError, match=r"\.lock is a symbolic link"):
+        with folder.owned(resume=True, overwrite=False):
+            pass
+    assert not (tmp_path / "elsewhere").exists()
+    with pytest.raises(FileExistsError):
+        hpcgym_io.create_exclusive(folder.lock, "1")
+
+
+# ---- item 10: locks that name their file and say when they may go ----------------------------------------------
+def test_a_stale_lock_whose_pid_was_reused_is_taken_over(tmp_path):
+    folder = runs.RunFolder(tmp_path / "r")
+    folder.path.mkdir()
+    folder.lock.write_text(str(os.getppid()))  # a live process, but started before the lock was written
+    with pytest.raises(cli.UsageError, match=r"in use by process .* remove the lock file"):
+        folder.check_usable(resume=True, overwrite=False)
+    old = time.time() - 10 * 365 * 86400  # a lock from long before that process started: its pid was reused
+    os.utime(folder.lock, (old, old))
+    with folder.owned(resume=True, overwrite=False):
+        assert folder.lock.read_text() == str(os.getpid())
+
+
+def test_a_garbage_lock_names_its_file(tmp_path):
+    folder = runs.RunFolder(tmp_path / "r")
+    folder.path.mkdir()
+    folder.lock.write_text("\x00garbage")
+    with pytest.raises(cli.UsageError, match=r"\.lock: not a lock written by a run .* remove that file"):
+        folder.check_usable(resume=True, overwrite=False)
+
+
+# ---- items 3 and 4: one line instead of a traceback ------------------------------------------------------------
+def _one_line(main, capsys) -> str:
+    assert cli.run(main) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_a_full_disk_and_a_missing_plugin_are_one_line(capsys):
+    def full(argv):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    assert "no space left" in _one_line(full, capsys)
+
+    def plugin(argv):
+        import gone_plugin_pkg  # noqa: F401
+
+    assert "install the package that provides 'gone_plugin_pkg'" in _one_line(plugin, capsys)
+
+
+def test_writing_to_a_folder_names_the_folder(tmp_path, capsys):
+    err = _one_line(lambda argv: hpcgym_io.write_text(tmp_path, "x"), capsys)
+    assert f"{tmp_path}: is a folder" in err and ".tmp" not in err
+
+
+def test_a_plugin_that_exits_at_import_is_left_out_with_a_warning(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from hpcgym import plugins
+
+    point = EntryPoint("quits", "sys:exit", "hpcgym.heuristics")
+    monkeypatch.setattr(plugins, "points", lambda group: [point])
+    monkeypatch.setattr(EntryPoint, "load", lambda self: (_ for _ in ()).throw(SystemExit(3)))
+    with pytest.warns(UserWarning, match="'quits'.*called sys.exit"):
+        assert plugins.load("hpcgym.heuristics") == {}
+
+
+def test_an_infinite_action_is_named():
+    from hpcgym.testing import toy_env
+
+    env = toy_env()
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="action must be an integer, not inf"):
+        env.step(float("inf"))
+
+
+def test_an_out_folder_is_refused_before_the_simulations(tmp_path, capsys, monkeypatch):
+    from baselines import run
+
+    monkeypatch.setattr(run, "simulate_grid", lambda *a, **k: pytest.fail("simulated before checking --out"))
+    err = _one_line(lambda argv: run.main(["--trace", "lublin-256", "--out", str(tmp_path)]), capsys)
+    assert f"{tmp_path} is a folder; give a file name" in err
