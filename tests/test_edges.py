@@ -8,7 +8,9 @@ import errno
 import os
 import pickle
 import time
+import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -195,3 +197,152 @@ def test_an_out_folder_is_refused_before_the_simulations(tmp_path, capsys, monke
     monkeypatch.setattr(run, "simulate_grid", lambda *a, **k: pytest.fail("simulated before checking --out"))
     err = _one_line(lambda argv: run.main(["--trace", "lublin-256", "--out", str(tmp_path)]), capsys)
     assert f"{tmp_path} is a folder; give a file name" in err
+
+
+# ---- items 5 to 8: readers fed pipes, binary files, impossible waits and units ----------------------------------
+def _swf(rows, header=("; MaxNodes: 8", "; MaxProcs: 8")) -> str:
+    """SWF text: each row (submit, wait, run, procs, walltime) as an 18-field line."""
+    lines = [*header]
+    for i, (submit, wait, run, procs, walltime) in enumerate(rows, 1):
+        lines.append(f"{i} {submit} {wait} {run} {procs} -1 -1 {procs} {walltime} -1 1 1 1 -1 1 -1 -1 -1")
+    return "\n".join(lines) + "\n"
+
+
+ROWS = [(10 * i, 5, 100, 2, 200) for i in range(12)]
+
+
+def _through_pipe(text: str, reader):
+    """``reader(path)`` on a pipe that ``text`` is written into by a thread (as ``<(cat x.swf)`` is)."""
+    import threading
+
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, text.encode()), os.close(w)))
+    writer.start()
+    try:
+        return reader(f"/dev/fd/{r}")
+    finally:
+        writer.join()
+        os.close(r)
+
+
+def test_an_swf_file_reads_through_a_pipe_and_a_fifo(tmp_path):
+    import threading
+
+    from hpcgym import traces
+
+    df = _through_pipe(_swf(ROWS), lambda p: traces.read(p, format="swf"))
+    assert len(df) == 12 and df.attrs["machine"].nodes == 8
+    chunks = _through_pipe(_swf(ROWS), lambda p: list(traces.read_chunks(p, rows=5, format="swf")))
+    assert sum(len(c) for c in chunks) == 12
+    fifo = tmp_path / "jobs.swf"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(_swf(ROWS)))
+    writer.start()
+    assert len(traces.read(fifo)) == 12  # a FIFO named .swf: no hang, no "empty file"
+    writer.join()
+
+
+def test_a_binary_file_is_named_so_after_one_block(tmp_path, monkeypatch):
+    from hpcgym import traces
+    from hpcgym.errors import TraceFormatError
+    from hpcgym.traces import _scan
+
+    monkeypatch.setattr(_scan, "BLOCK", 1 << 10)
+    path = tmp_path / "disk.swf"
+    path.write_bytes(b"\0" * (1 << 20))
+    read = []
+    real = _scan.open_bytes
+
+    class Counted:  # the file, counting the bytes read from it
+        def __init__(self, p):
+            self.fh = real(p)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def readinto(self, view):
+            read.append(self.fh.readinto(view))
+            return read[-1]
+
+    monkeypatch.setattr(_scan, "open_bytes", Counted)
+    with pytest.raises(TraceFormatError, match="disk.swf: no line end .* binary file"):
+        traces.read(path)
+    assert sum(read) <= 1 << 11  # it stopped after the first block, not at the end of the file
+
+
+def test_blocks_cost_linear_time_on_a_line_without_end():
+    import io
+
+    from hpcgym.traces import _scan
+
+    data = b"7" * (4 << 20)  # one 4 MiB line read in 1 KiB blocks: re-copying and re-searching it per block took
+    started = time.process_time()  # about 8 GB of memory traffic (tens of seconds); linear work takes milliseconds
+    assert bytes(next(_scan.blocks(io.BytesIO(data), size=1 << 10))) == data
+    assert time.process_time() - started < 1.5
+
+
+def test_negative_waits_are_unknown_and_counted():
+    from hpcgym.machines import Machine
+    from hpcgym.traces._io import NEGATIVE_WAIT, finish
+
+    cols = {"job_id": np.arange(1, 4), "submit": np.array([0, 10, 20]), "run": np.array([5, 5, 5]),
+            "walltime": np.array([9, 9, 9]), "nodes": np.ones(3, int), "user": np.ones(3, int),
+            "group": np.ones(3, int), "queue": np.ones(3, int), "status": pd.Categorical(["completed"] * 3),
+            "procs": np.ones(3, int), "wait": np.array([3, -2400, -1]), "walltime_known": np.ones(3, bool)}
+    df = finish(cols, Machine("m", 4), "drop", "log", None, 0, np.arange(1, 4))
+    assert df["wait"].tolist() == [3, -1, -1] and df.attrs["repaired"] == {NEGATIVE_WAIT: 1}
+
+
+def test_a_slurm_log_across_the_fall_back_reports_the_negative_wait(tmp_path):
+    from hpcgym import traces
+    from hpcgym.traces._io import NEGATIVE_WAIT
+
+    head = "JobIDRaw|User|Group|Partition|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|State"
+    rows = [f"{i}|u|g|p|2024-11-03T01:{10 + i}:00|2024-11-03T01:{20 + i}:00|2024-11-03T01:{30 + i}:00|00:10:00|"
+            f"01:00:00|1|1|COMPLETED" for i in range(3)]
+    # local times: the clock fell back from 02:00 to 01:00, so this job "started" 40 minutes before its submit
+    rows.append("9|u|g|p|2024-11-03T01:55:00|2024-11-03T01:15:00|2024-11-03T01:25:00|00:10:00|01:00:00|1|1|COMPLETED")
+    path = tmp_path / "log.sacct"
+    path.write_text("\n".join([head, *rows]) + "\n")
+    df = traces.read(path, machine="8")
+    assert df.attrs["repaired"][NEGATIVE_WAIT] == 1 and (df["wait"] >= -1).all()
+
+
+def test_most_jobs_outliving_their_walltime_warns(tmp_path):
+    from hpcgym import traces
+
+    path = tmp_path / "units.swf"
+    path.write_text(_swf([(10 * i, 0, 600, 2, 10) for i in range(12)]))  # walltimes in minutes, runs in seconds
+    with pytest.warns(UserWarning, match="12 of 12 jobs ran longer than their requested walltime"):
+        traces.read(path)
+    path.write_text(_swf(ROWS))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traces.read(path)
+
+
+def test_two_maxnodes_lines_that_disagree_are_refused(tmp_path):
+    from hpcgym import traces
+    from hpcgym.errors import TraceFormatError
+
+    path = tmp_path / "two.swf"
+    path.write_text(_swf(ROWS, header=("; MaxNodes: 8", "; MaxNodes: 16")))
+    with pytest.raises(TraceFormatError, match="field MaxNodes: the header gives MaxNodes 2 times"):
+        traces.read(path)
+    path.write_text(_swf(ROWS, header=("; MaxNodes: 8", "; MaxNodes: 8")))
+    assert traces.read(path).attrs["machine"].nodes == 8
+
+
+def test_info_says_why_there_is_no_load(tmp_path, capsys):
+    from hpcgym.traces.__main__ import main
+
+    path = tmp_path / "one.swf"
+    path.write_text(_swf(ROWS[:1]))
+    assert main(["info", str(path)]) in (0, None)
+    assert "n/a (one job)" in capsys.readouterr().out
+    path.write_text(_swf([(0, 0, 100, 2, 200)] * 3))
+    assert main(["info", str(path)]) in (0, None)
+    assert "n/a (every job submitted at the same second)" in capsys.readouterr().out
