@@ -135,12 +135,14 @@ class SchedulingEnv(gym.Env):
     Terminated when every job of the window has finished. Never truncated.
 
     ## Info
-    Every step (and ``reset``): ``time``, ``waiting``, ``decisions``, ``done``, ``invalid_actions`` (so far this
-    episode) and ``action_mask`` (the valid slots, as :meth:`action_masks`). At the end also ``metrics`` (see
+    Every step (and ``reset``), as numpy scalars: ``time``, ``waiting``, ``decisions``, ``window_done`` (also as
+    ``done``, its old name: the vector environment has only ``window_done``, since ``done`` is a key TorchRL
+    reserves), ``invalid_actions`` (so far this episode) and ``action_mask`` (the valid slots, as
+    :meth:`action_masks`). At the end also ``metrics`` (see
     :func:`hpcgym.metrics.summarize`), ``compare`` (the objective of each ``compare_with`` heuristic on the same
     window and backfill mode), ``records`` (per-job columns as numpy arrays: ``pd.DataFrame(records)``
     gives the table), ``window_start`` (row of the split, or
-    -1 for sampled workloads) and ``baseline`` (its objective value, when set).
+    -1 for sampled workloads) and, only when a ``baseline`` is set, ``baseline`` (its objective value).
 
     ## Arguments
     - ``machine``: catalog name or :class:`~hpcgym.machines.Machine`.
@@ -377,9 +379,11 @@ class SchedulingEnv(gym.Env):
 
     def step_info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
         """The ``info`` of a step or reset (see the class docstring); ``result``: the episode's, at its end."""
-        info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
-                                "done": result is not None, "invalid_actions": self.invalid_actions,
-                                "action_mask": self._mask.copy()}
+        ended = np.bool_(result is not None)
+        # numpy scalars, not Python ints: clients that turn infos into tensors (TorchRL) need a dtype
+        info: dict[str, Any] = {"time": np.int64(self.sim.now), "waiting": np.int64(len(self.sim.queue)),
+                                "decisions": np.int64(self.sim.decisions), "window_done": ended, "done": ended,
+                                "invalid_actions": np.int64(self.invalid_actions), "action_mask": self._mask.copy()}
         if result is not None:
             info.update(episode_info(result, self._window.start_row))
         return info
@@ -454,8 +458,11 @@ def longest_walltime(jobs: pd.DataFrame) -> float:
 
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
     """The keys an episode's last ``info`` adds (see the class docstring)."""
-    return {"metrics": result.metrics, "records": result.records, "window_start": window_start,
-            "baseline": result.baseline, "compare": result.compare}
+    info = {"metrics": result.metrics, "records": result.records, "window_start": np.int64(window_start),
+            "compare": result.compare}
+    if result.baseline is not None:  # only when set: a None has no dtype for clients that make tensors of infos
+        info["baseline"] = result.baseline
+    return info
 
 
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:

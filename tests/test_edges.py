@@ -346,3 +346,17 @@ def test_info_says_why_there_is_no_load(tmp_path, capsys):
     path.write_text(_swf([(0, 0, 100, 2, 200)] * 3))
     assert main(["info", str(path)]) in (0, None)
     assert "n/a (every job submitted at the same second)" in capsys.readouterr().out
+
+
+# ---- item 11: infos that tensor-making clients can read --------------------------------------------------------
+def test_infos_hold_numpy_counters_and_no_unset_baseline():
+    from hpcgym.testing import toy_env
+
+    env = toy_env()
+    _, info = env.reset(seed=0)
+    done = info["window_done"]
+    while not done:
+        _, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert "baseline" not in info and info["window_done"] and info["done"]
+    for key in ("time", "waiting", "decisions", "invalid_actions", "window_start"):
+        assert isinstance(info[key], np.integer), key
