@@ -44,7 +44,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from hpcgym.env import SchedulingEnv, reset_options, whole_number
+from hpcgym.env import SchedulingEnv, reset_options, warn_if_unmasked, whole_number
 from hpcgym.observation import Observer, Scales
 from hpcgym.sim.loop import DONE
 from hpcgym.sim.simulator import Batch, Buffers
@@ -125,6 +125,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
             env = self.envs[i]
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])
+            warn_if_unmasked(env.invalid_actions, int(self.batch.decisions[i]), f"copy {i}'s episode")
             reward[i] = result.reward
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)

@@ -124,16 +124,18 @@ def test_the_raise_mode_message_names_ways_that_work_through_wrappers():
             env.step(empty)
 
 
-def test_a_v0_id_made_through_hpcgym_is_not_called_out_of_date():
-    """``-v1`` is a sibling of ``-v0`` (more observation columns), not its revision: hpcgym's own front door says
-    nothing, while Gymnasium's make keeps its convention (a higher version exists: it warns)."""
+def test_a_plain_make_is_quiet_and_the_old_ids_still_work():
+    """Versions count revisions; the ``-predict`` ids are siblings, and the ids of earlier releases are aliases."""
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        hpcgym.make("theta-v0").close()
-        hpcgym.make_vec("lublin256-v0", num_envs=2).close()
-    assert not [w for w in got if "out of date" in str(w.message)]
-    with pytest.warns(DeprecationWarning, match="theta-v0 is out of date"):
         gym.make("hpcgym/theta-v0").close()
+        gym.make("hpcgym/lublin256-v0").close()  # an old id
+        hpcgym.make_vec("lublin256-v0", num_envs=2).close()
+        assert gym.make("hpcgym/lublin256-v1").observation_space.shape[-1] == 12  # now lublin-256-predict-v0
+    assert not [str(w.message) for w in got if "version" in str(w.message) or "out of date" in str(w.message)]
+    with pytest.warns(UserWarning, match="latest versioned environment `hpcgym/lublin-256-v0`"):
+        default = gym.make("hpcgym/lublin-256")  # Gymnasium says which version a name without one gives
+    assert default.spec.id == "hpcgym/lublin-256-v0" and default.observation_space.shape[-1] == 8
 
 
 @pytest.mark.parametrize("num_envs", [None, 3], ids=["single", "vector"])
