@@ -381,6 +381,11 @@ class RunFolder:
         finally:
             self.lock.unlink(missing_ok=True)
 
+    def discard_unfinished(self) -> None:
+        """Remove the folder of a fresh run that failed before its first checkpoint (it holds nothing to resume)."""
+        if self.path.is_dir() and not self.path.is_symlink() and not any(self.checkpoints.glob("*.zip")):
+            shutil.rmtree(self.path, ignore_errors=True)
+
     def _take_lock(self) -> None:
         if self.lock.exists() or self.lock.is_symlink():
             self._check_free()  # refuses a live owner; a stale lock is removed below

@@ -29,11 +29,16 @@ the clone studies in ``docs/results.md`` (``python -m experiments.recipe_sweep``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
+import signal
+import sys
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -306,11 +311,14 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     starts = validation_starts(data, args.val_length, args.val_windows)
     workload = training_workload(args, data, synthesizer)
     args = tune_on_workload(args, data, workload)
+    fresh = not (folder.path.exists() and any(folder.path.iterdir()))
     try:
         env = make_env(args, data, workload)
         with folder.owned(args.resume, args.overwrite) as run:
             _train(args, run, data, workload, env, starts)
     except NoDecisionError as exc:  # name the source and what to do (one line through cli.run)
+        if fresh:  # nothing was learned: leave no folder that would refuse the corrected command as "not empty"
+            folder.discard_unfinished()
         raise NoDecisionError(exc.windows, exc.window, exc.offered_load, source_label(args)) from None
     return run.path
 
@@ -375,8 +383,14 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
         callbacks.append(validation)
     if not args.quiet:
         callbacks.append(ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0)))
-    model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
-                reset_num_timesteps=model.num_timesteps == 0, tb_log_name=TB_NAME)
+    try:
+        with _checkpoint_on_interrupt(checkpoints):
+            model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
+                        reset_num_timesteps=model.num_timesteps == 0, tb_log_name=TB_NAME)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(_resume_hint(args, run, checkpoints.last_saved)) from None
+    if checkpoints.stopped:
+        raise KeyboardInterrupt(_resume_hint(args, run, checkpoints.last_saved))
     save_atomic(model, run.last)
     source = run.best if starts and run.best.exists() else run.last
     hpcgym_io.atomic_write(run.model, lambda tmp: shutil.copyfile(source, tmp))
@@ -385,6 +399,33 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
                              title=f"{args.name}: validation bsld ({args.val_windows} windows of the train split)",
                              references=validation_references(data, args.val_length, starts, args.backfill))
     print(f"trained {args.algo} for {model.num_timesteps} timesteps; saved {run.model}", flush=True)
+
+
+@contextlib.contextmanager
+def _checkpoint_on_interrupt(checkpoints: Any) -> Iterator[None]:
+    """The first Ctrl-C asks for a checkpoint at the next rollout's start and a stop there; a second stops now."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (a worker's run keeps Python's default)
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        if checkpoints.stop_requested:
+            raise KeyboardInterrupt
+        checkpoints.stop_requested = True
+        sys.stderr.write("\nstopping after a checkpoint at the next rollout (Ctrl-C again to stop now, losing the "
+                         "steps since the last checkpoint)\n")
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _resume_hint(args: Args, run: runs.RunFolder, steps: int) -> str:
+    saved = f"the newest checkpoint is at {steps:,} steps" if steps else "no checkpoint was saved yet"
+    return (f"{saved}; continue with python -m experiments.train --runs-dir {run.path.parent} --run-name {run.name} "
+            "--resume")
 
 
 def train_and_evaluate(args: Args) -> tuple[Path, pd.DataFrame | None]:

@@ -25,7 +25,8 @@ API:
   a full disk, ...), ``ModuleNotFoundError`` (an extra or a plugin that is not installed), and ``ValueError``
   (raised for bad input values). Anything else (``KeyError``,
   ``IndexError``, ``TypeError``, ...) is a bug and propagates with its traceback. Set the environment variable
-  ``HPCGYM_TRACEBACK=1`` to get the traceback of the expected errors too. ``Ctrl-C`` exits 130 without a traceback.
+  ``HPCGYM_TRACEBACK=1`` to get the traceback of the expected errors too. ``Ctrl-C`` exits 130 without a traceback
+  (with the interrupt's message, e.g. how to resume, when it has one).
 - ``ArgumentParser``: :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line through
   ``run``; exit 2 as argparse's own) instead of printing the usage block. Sub-parsers inherit it.
 - Argument types that keep the reason in argparse's message: ``positive_int``, ``out_file`` (a file to write, not a
@@ -292,6 +293,6 @@ def run(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] 
             raise
         sys.stderr.write(f"error: {message(exc)}\n")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+    except KeyboardInterrupt as exc:  # its message, when it has one, says how to go on (experiments.train: --resume)
+        sys.stderr.write(f"interrupted{': ' + str(exc) if str(exc) else ''}\n")
         return 130

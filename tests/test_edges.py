@@ -9,6 +9,7 @@ import os
 import pickle
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -360,3 +361,139 @@ def test_infos_hold_numpy_counters_and_no_unset_baseline():
     assert "baseline" not in info and info["window_done"] and info["done"]
     for key in ("time", "waiting", "decisions", "invalid_actions", "window_start"):
         assert isinstance(info[key], np.integer), key
+
+
+# ---- item 13: an unmasked learner is told ------------------------------------------------------------------------
+def test_an_episode_of_mostly_unmasked_actions_warns():
+    from hpcgym.testing import toy_env
+
+    env = toy_env(slots=32)  # many empty slots to pick
+    _, info = env.reset(seed=0)
+    with pytest.warns(UserWarning, match=r"of the \d+ actions of this episode were outside the action mask"):
+        done = False
+        while not done:
+            empty = np.flatnonzero(~info["action_mask"])
+            _, _, done, _, info = env.step(int(empty[-1]) if len(empty) else 0)
+    _, info = env.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a masked agent hears nothing
+        done = False
+        while not done:
+            _, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+
+
+# ---- item 15: the compiled cache follows the sources ------------------------------------------------------------
+def test_an_edited_kernel_runs_although_its_caller_is_cached(tmp_path):
+    """A caller cached by numba in one file keeps its callee's old code unless the cache follows every source."""
+    import shutil
+    import subprocess
+    import sys
+
+    import hpcgym
+
+    package = tmp_path / "src" / "hpcgym"
+    shutil.copytree(Path(hpcgym.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    callee = package / "sim" / "probe_callee.py"
+    callee.write_text("import numba as nb\n\n\n@nb.njit(cache=True)\ndef value():\n    return 1\n")
+    (package / "sim" / "probe_caller.py").write_text(
+        "import numba as nb\n\nfrom hpcgym.sim.probe_callee import value\n\n\n"
+        "@nb.njit(cache=True)\ndef twice():\n    return 2 * value()\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=str(package.parent), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    play = [sys.executable, "-c", "import hpcgym\nfrom hpcgym.sim.probe_caller import twice\nprint(twice())"]
+
+    def run() -> str:
+        return subprocess.run(play, env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert run() == "2"
+    callee.write_text(callee.read_text().replace("return 1", "return 5"))  # edit the callee, not its caller
+    assert run() == "10"
+    assert len(list((tmp_path / "cache" / "hpcgym" / "numba").iterdir())) == 2  # one folder per source
+
+
+def test_a_cache_folder_set_by_the_user_is_kept(monkeypatch):
+    from hpcgym import jit
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/mine")
+    assert jit.use_source_keyed_cache() is None and os.environ["NUMBA_CACHE_DIR"] == "/mine"
+
+
+# ---- item 9: a failed run leaves nothing that refuses the corrected command ---------------------------------------
+def test_a_run_without_decisions_leaves_no_folder(tmp_path, monkeypatch):
+    from experiments import train
+    from hpcgym.errors import NoDecisionError
+
+    def too_light(args, run, *rest):
+        hpcgym_io.write_text(run.args_json, "{}")  # the run had started writing
+        raise NoDecisionError(5, args.window, 0.01)
+
+    monkeypatch.setattr(train, "_train", too_light)
+    args = train.Args(trace="lublin-256", workload="real", runs_dir=str(tmp_path), run_name="r", envs=1,
+                      timesteps=64, val_windows=1, val_length=64, window=64, eval_windows=0)
+    with pytest.raises(NoDecisionError, match="needed no decision"):
+        train.train(args)
+    assert not (tmp_path / args.name).exists()
+
+
+def test_a_trace_whose_jobs_were_all_dropped_says_so_before_the_validation_check(tmp_path):
+    from experiments import protocol, train
+    from hpcgym.errors import EmptyTraceError
+
+    path = tmp_path / "big.swf"
+    path.write_text(_swf([(10 * i, 0, 100, 16, 200) for i in range(12)]))  # 16 processors on an 8-node machine
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(EmptyTraceError, match="no valid jobs to train: all 12 jobs were dropped"):
+            protocol.run_data(train.Args(trace=str(path)))
+
+
+# ---- item 10: Ctrl-C checkpoints and says how to resume; old checkpoints are pruned --------------------------------
+def _checkpointing(tmp_path, monkeypatch, keep=2):
+    import zipfile
+
+    from agents import resume
+    from agents.callbacks import AtomicCheckpointCallback
+
+    class Model:  # what the callback calls on SB3's model
+        def save(self, path):
+            with zipfile.ZipFile(path, "w") as z:
+                z.writestr("data", "{}")
+
+    monkeypatch.setattr(resume, "save_state", lambda path, *a: Path(path).write_bytes(b"state"))
+    cb = AtomicCheckpointCallback(100, str(tmp_path), "model", keep=keep)
+    cb.model = Model()
+    return cb
+
+
+def test_only_the_newest_checkpoints_are_kept(tmp_path, monkeypatch):
+    cb = _checkpointing(tmp_path, monkeypatch, keep=2)
+    for steps in (100, 200, 300, 400):
+        cb.num_timesteps = steps
+        cb._on_rollout_start()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model_300_steps.zip", "model_400_steps.zip",
+                                                          "model_state_300_steps.pkl.gz",
+                                                          "model_state_400_steps.pkl.gz"]
+
+
+def test_ctrl_c_checkpoints_at_the_next_rollout_and_names_resume(tmp_path, monkeypatch, capsys):
+    import signal
+
+    from experiments import train
+
+    cb = _checkpointing(tmp_path, monkeypatch)
+    cb.num_timesteps = 150
+    with train._checkpoint_on_interrupt(cb):
+        signal.raise_signal(signal.SIGINT)  # the first Ctrl-C: no exception, a stop is asked for
+        assert cb.stop_requested and cb._on_step()
+        cb._on_rollout_start()  # the next rollout: a checkpoint, then learn() stops
+        assert (tmp_path / "model_150_steps.zip").exists() and not cb._on_step()
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)  # a second Ctrl-C stops at once
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def interrupted(argv):
+        raise KeyboardInterrupt(train._resume_hint(train.Args(run_name="r"), runs.RunFolder(tmp_path / "r"), 150))
+
+    assert cli.run(interrupted) == 130
+    err = capsys.readouterr().err
+    assert "newest checkpoint is at 150 steps" in err and "--run-name r --resume" in err
