@@ -261,7 +261,8 @@ class AtomicCheckpointCallback(CheckpointCallback):
         keep: the newest checkpoints kept (older ones and their state files are removed).
 
     Setting :attr:`stop_requested` (``experiments.train`` does on Ctrl-C) takes a checkpoint when the next rollout
-    starts and stops training there, so an interrupted run loses at most one rollout.
+    starts and stops training there with ``KeyboardInterrupt``, as a kill right after a checkpoint would, so an
+    interrupted run loses at most one rollout and resumes exactly.
     """
 
     def __init__(self, every: int, save_path: str, name_prefix: str = "model", save_replay_buffer: bool = False,
@@ -272,7 +273,7 @@ class AtomicCheckpointCallback(CheckpointCallback):
         self.last_saved = 0
         self.pending_log: dict = {}  # a resumed run: what the logger held at the checkpoint (agents.resume)
         self.stop_requested = False  #: set (by a Ctrl-C handler): checkpoint when the next rollout starts, then stop
-        self.stopped = False  #: training stopped after that checkpoint
+        self.stopped = False  #: training stopped (``KeyboardInterrupt``) right after that checkpoint
 
     def _on_training_start(self) -> None:
         from agents.resume import put_log_back
@@ -286,11 +287,14 @@ class AtomicCheckpointCallback(CheckpointCallback):
             if self.num_timesteps > self.last_saved:
                 self.save()
             self.stopped = True
-        elif self.num_timesteps - self.last_saved >= self.every:
+            # as a kill right after a checkpoint: no end-of-training work (a validation, a best.zip) that the
+            # resumed run would not redo the same way
+            raise KeyboardInterrupt("stopped after the checkpoint at the start of a rollout")
+        if self.num_timesteps - self.last_saved >= self.every:
             self.save()
 
     def _on_step(self) -> bool:
-        return not self.stopped  # False ends model.learn() right after the checkpoint of a requested stop
+        return True
 
     def save(self) -> Path:
         """Write a checkpoint now (see the class docstring); return its zip."""

@@ -14,11 +14,13 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
                             the two RL started from, and how well the clone reproduced its heuristic
 ``learning_curve.csv/.png`` validation bsld against training steps
 ``monitor.csv``, ``tb/``    training episodes; TensorBoard logs
-``checkpoints/``            ``model_<steps>_steps.zip`` (and a DQN's newest replay buffer), for ``--resume``
+``checkpoints/``            the newest three ``model_<steps>_steps.zip`` (and a DQN's newest replay buffer), for
+                            ``--resume``
 ``eval/``                   the evaluation on the test windows (:data:`PER_WINDOW`, :data:`PER_JOB`,
                             :data:`SUMMARY`, :data:`SUMMARY_MD`; ``experiments.evaluate --out`` writes the same)
 ``study-run.json``          written by ``experiments.study``: the seconds each stage took
-``.lock``                   the PID of the process writing to the folder
+``.lock``                   the PID of the process writing to the folder (created exclusively; a lock whose
+                            process is gone, or whose PID a later process took, is stale)
 ==========================  ======================================================================================
 
 :class:`Agent` is what an evaluation plays: a run's network, or any object that follows the agent protocol

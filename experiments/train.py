@@ -387,10 +387,8 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
         with _checkpoint_on_interrupt(checkpoints):
             model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
                         reset_num_timesteps=model.num_timesteps == 0, tb_log_name=TB_NAME)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: say how to go on
         raise KeyboardInterrupt(_resume_hint(args, run, checkpoints.last_saved)) from None
-    if checkpoints.stopped:
-        raise KeyboardInterrupt(_resume_hint(args, run, checkpoints.last_saved))
     save_atomic(model, run.last)
     source = run.best if starts and run.best.exists() else run.last
     hpcgym_io.atomic_write(run.model, lambda tmp: shutil.copyfile(source, tmp))

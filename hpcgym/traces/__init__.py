@@ -34,7 +34,7 @@ from hpcgym.traces.mustang import read_mustang
 from hpcgym.traces.pbs import read_pbs
 from hpcgym.traces.slurm import read_slurm
 from hpcgym.traces.split import split, window, window_starts
-from hpcgym.traces.swf import read_header, read_swf, write_swf
+from hpcgym.traces.swf import FIELDS, read_header, read_swf, write_swf
 
 __all__ = ["BUNDLED", "FORMATS", "ROWS", "TraceInfo", "load", "read", "read_chunks", "path_of", "split", "window",
            "window_starts", "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm",
@@ -125,7 +125,8 @@ def detect_format(path: str | Path, columns: object = None) -> str:
     ``.swf`` in the name is ``swf``, ``.sacct`` is ``slurm``, and an added format's suffix is that format
     (:mod:`hpcgym.traces.formats`). Else the first line decides: a ``sacct --parsable2`` header is ``slurm``, a PBS
     accounting record ``pbs`` (also for a directory of such files), a line an added format recognises is that
-    format. Else a CSV's header does: ``alcf``, ``mustang`` or ``csv``.
+    format, an SWF comment (``;``) or data line of 18 numbers ``swf`` (a pipe has no name to go by). Else a CSV's
+    header does: ``alcf``, ``mustang`` or ``csv``.
 
     With a column mapping, a non-SWF file is ``csv``. A CSV whose header fits no known layout raises
     :class:`~hpcgym.errors.TraceFormatError` ("unsupported layout"), which says to map its columns with ``columns=``.
@@ -164,7 +165,15 @@ def _by_first_line(path: str | Path) -> str | None:
     for fmt, module in (("slurm", slurm), ("pbs", pbs)):
         if module.looks_like(line):
             return fmt
-    return formats.detect(path, line)
+    return formats.detect(path, line) or ("swf" if _looks_like_swf(line) else None)
+
+
+def _looks_like_swf(line: bytes) -> bool:
+    """An SWF header comment (``; Key: value``) or a data line of 18 numbers (a file without ``.swf`` in its name)."""
+    if line.startswith(b";"):
+        return True
+    tokens = line.split()
+    return len(tokens) == len(FIELDS) and all(t.lstrip(b"-").replace(b".", b"", 1).isdigit() for t in tokens)
 
 
 def read(

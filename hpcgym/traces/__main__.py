@@ -24,6 +24,7 @@ from hpcgym import cli, machines, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.jobs import offered_load
 from hpcgym.traces import formats
+from hpcgym.traces._io import spooled
 from hpcgym.traces.chunks import merge_counts
 from hpcgym.traces.convert import convert
 
@@ -190,14 +191,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _info(args: argparse.Namespace) -> dict[str, object]:
     """``info``'s figures: an SWF trace streamed in chunks (bounded memory), another format read whole."""
     options = cli.read_options(args)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), spooled(args.trace) as local:  # a pipe is read once: sniffing would eat it
         warnings.simplefilter("ignore")  # the drops are reported in the summary
-        if _is_swf(args.trace, options):
+        trace = str(local) if local.exists() else args.trace  # a bundled name stays a name
+        if _is_swf(trace, options):
             tally = Tally()
-            for chunk in traces.read_chunks(args.trace, args.rows, **options):
+            for chunk in traces.read_chunks(trace, args.rows, **options):
                 tally.add(chunk)
             return tally.summary()
-        return summary(traces.read(args.trace, compact=True, **options))
+        return summary(traces.read(trace, compact=True, **options))
 
 
 def _is_swf(trace: str, options: dict[str, object]) -> bool:
