@@ -419,8 +419,9 @@ class SchedulingEnv(gym.Env):
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-#: The share of an episode's actions outside the mask above which the environment warns (an unmasked learner).
-UNMASKED_SHARE = 0.5
+#: The share of an episode's actions outside the mask above which the environment warns (an unmasked learner), in
+#: episodes of at least :data:`UNMASKED_MIN_DECISIONS` decisions (in shorter ones a few choices say little).
+UNMASKED_SHARE, UNMASKED_MIN_DECISIONS = 0.5, 8
 
 
 def warn_if_unmasked(invalid: int, decisions: int, where: str = "this episode") -> None:
@@ -429,7 +430,7 @@ def warn_if_unmasked(invalid: int, decisions: int, where: str = "this episode") 
     An agent that does not read the mask (plain PPO) picks empty slots most of the time and is never told: each
     such action silently becomes another job's.
     """
-    if decisions and invalid > UNMASKED_SHARE * decisions:
+    if decisions >= UNMASKED_MIN_DECISIONS and invalid > UNMASKED_SHARE * decisions:
         warn(f"{invalid} of the {decisions} actions of {where} were outside the action mask and were mapped to valid "
              "slots (invalid_action='wrap'), so the agent does not learn the choices it makes: give it the mask "
              "(info['action_mask'], hpcgym.action_masks(env); sb3-contrib's MaskablePPO reads action_masks()), or "
