@@ -9,6 +9,7 @@ outside the folder it names. :func:`atomic_folder` does the same for a whole fol
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import gzip
 import os
@@ -81,8 +82,9 @@ def atomic_folder(path: str | Path, write: Callable[[Path], Any]) -> Path:
     """Call ``write(tmp)`` on a fresh temporary folder beside ``path``, then put it in place of ``path``.
 
     If ``write`` fails (or the process is killed), ``path`` is untouched and the temporary folder (a hidden
-    ``.<name>.*.tmp``) is removed or left aside. An existing ``path`` is renamed aside, the new folder renamed in,
-    and the old one removed: at every moment the old or the new folder is complete under one of the two names.
+    ``.<name>.*.tmp``) is removed or left aside. An existing ``path`` is swapped with the new folder in one step
+    where the system can (Linux), else renamed aside before the new one is renamed in; then it is removed. At every
+    moment the old or the new folder is complete.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,12 +102,24 @@ def _swap_in(new: Path, path: Path) -> None:
     if path.is_symlink() or path.is_file():
         path.unlink()  # a link is replaced, never followed
     elif path.is_dir() and any(path.iterdir()):
+        if _exchange(new, path):  # one atomic step: ``new`` now holds the old folder, removed by the caller
+            return
         old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
         os.replace(path, old)  # an empty folder is replaced by a rename: the old one moves aside whole
         os.replace(new, path)
         shutil.rmtree(old, ignore_errors=True)
         return
     os.replace(new, path)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux's ``renameat2`` with ``RENAME_EXCHANGE``); False where that is unavailable."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    return renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), exchange) == 0
 
 
 def create_exclusive(path: str | Path, text: str) -> Path:
