@@ -311,14 +311,11 @@ def train(args: Args, synthesizer: Any = None) -> Path:
     starts = validation_starts(data, args.val_length, args.val_windows)
     workload = training_workload(args, data, synthesizer)
     args = tune_on_workload(args, data, workload)
-    fresh = not (folder.path.exists() and any(folder.path.iterdir()))
     try:
         env = make_env(args, data, workload)
         with folder.owned(args.resume, args.overwrite) as run:
             _train(args, run, data, workload, env, starts)
     except NoDecisionError as exc:  # name the source and what to do (one line through cli.run)
-        if fresh:  # nothing was learned: leave no folder that would refuse the corrected command as "not empty"
-            folder.discard_unfinished()
         raise NoDecisionError(exc.windows, exc.window, exc.offered_load, source_label(args)) from None
     return run.path
 
@@ -430,7 +427,14 @@ def train_and_evaluate(args: Args) -> tuple[Path, pd.DataFrame | None]:
     """Train, then (unless ``eval_windows`` is 0) evaluate; return the run folder and the summary."""
     from experiments import evaluate
 
-    run_dir = train(args)
+    folder = runs.RunFolder(Path(args.runs_dir) / args.name)
+    fresh = not (folder.path.exists() and any(folder.path.iterdir()))
+    try:
+        run_dir = train(args)
+    except NoDecisionError:
+        if fresh:  # nothing was learned: no folder to refuse the corrected command as "not empty" (a study, which
+            folder.discard_unfinished()  # calls train() and records the source as untrainable there, keeps it)
+        raise
     if args.eval_windows <= 0:
         return run_dir, None
     return run_dir, evaluate.evaluate_run(runs.RunFolder(run_dir), args.trace, args.read_kwargs(), args.eval_windows,

@@ -437,7 +437,7 @@ def test_a_run_without_decisions_leaves_no_folder(tmp_path, monkeypatch):
     args = train.Args(trace="lublin-256", workload="real", runs_dir=str(tmp_path), run_name="r", envs=1,
                       timesteps=64, val_windows=1, val_length=64, window=64, eval_windows=0)
     with pytest.raises(NoDecisionError, match="needed no decision"):
-        train.train(args)
+        train.train_and_evaluate(args)  # what the command line runs
     assert not (tmp_path / args.name).exists()
 
 
