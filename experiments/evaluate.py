@@ -242,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     folders = [RunFolder(run).check("model") for run in args.model]  # every mistake before any work
     runs.check_distinct(folders)
     out = args.out or default_out(folders, args.trace)
+    if args.out is None and folders:
+        folders[0].check_links()  # the results go into the run's folder: nothing may follow a link out of it
     runs.check_writable(out, "the output folder")
     own = dict(runs.load_agent(spec) for spec in args.agent)
     if len(own) < len(args.agent) or set(own) & {f.name for f in folders}:

@@ -348,7 +348,7 @@ class RunFolder:
     # ---- writing ----
     def check_usable(self, resume: bool, overwrite: bool) -> None:
         """Refuse, before any work, what :meth:`owned` would refuse, and a folder that could not be written."""
-        self._check_links()
+        self.check_links()
         if self.path.exists() and any(self.path.iterdir()) and not resume and not overwrite:
             raise _not_empty(self.path)
         if self.path.exists():
@@ -364,7 +364,7 @@ class RunFolder:
         over. The lock is created exclusively (``O_EXCL``): of two runs started at once, one is refused. A folder
         that is, or holds, a symbolic link is refused, so that nothing the run writes lands outside it.
         """
-        self._check_links()
+        self.check_links()
         if self.path.exists() and any(self.path.iterdir()) and not resume:
             if not overwrite:
                 raise _not_empty(self.path)
@@ -394,7 +394,7 @@ class RunFolder:
             self.lock.unlink()
         hpcgym_io.create_exclusive(self.lock, str(os.getpid()))
 
-    def _check_links(self) -> None:
+    def check_links(self) -> None:
         """Refuse a run folder that is a symbolic link, or holds one (writes through it would leave the folder)."""
         if self.path.is_symlink():
             raise cli.UsageError(f"the run folder {self.path} is a symbolic link (to {os.readlink(self.path)}); give "

@@ -5,6 +5,7 @@ Every test is in-process and uses tiny data, except the one that needs a fresh i
 """
 
 import errno
+import json
 import os
 import pickle
 import time
@@ -504,3 +505,19 @@ def test_ctrl_c_checkpoints_at_the_next_rollout_and_names_resume(tmp_path, monke
     assert cli.run(interrupted) == 130
     err = capsys.readouterr().err
     assert "newest checkpoint is at 150 steps" in err and "--run-name r --resume" in err
+
+
+def test_evaluate_refuses_a_run_folder_whose_eval_is_a_link(tmp_path, capsys):
+    from experiments import evaluate
+
+    run = tmp_path / "r"
+    run.mkdir()
+    import zipfile
+
+    (run / "args.json").write_text(json.dumps({"algo": "ppo", "trace": "lublin-256"}))
+    with zipfile.ZipFile(run / "model.zip", "w") as z:  # passes the intact-model check; never loaded
+        z.writestr("data", "{}")
+    (tmp_path / "elsewhere").mkdir()
+    (run / "eval").symlink_to(tmp_path / "elsewhere")
+    err = _one_line(lambda argv: evaluate.main(["--model", str(run), "--windows", "1"]), capsys)
+    assert "eval is a symbolic link" in err and not any((tmp_path / "elsewhere").iterdir())
