@@ -235,6 +235,10 @@ def save_atomic(model, path: Path) -> None:
 
 
 
+#: Checkpoints a run keeps (the newest ones): more than one, in case the newest is damaged after its save.
+KEEP_CHECKPOINTS = 3
+
+
 class AtomicCheckpointCallback(CheckpointCallback):
     """Checkpoints from which a resumed run goes on exactly as the uninterrupted run (:mod:`agents.resume`).
 
@@ -254,14 +258,22 @@ class AtomicCheckpointCallback(CheckpointCallback):
         save_replay_buffer: also save the replay buffer (off-policy algorithms).
         carry: callbacks whose ``state()`` the checkpoints hold, by name.
         appended: files the run appends to (cut back to their size at the checkpoint on resume).
+        keep: the newest checkpoints kept (older ones and their state files are removed).
+
+    Setting :attr:`stop_requested` (``experiments.train`` does on Ctrl-C) takes a checkpoint when the next rollout
+    starts and stops training there with ``KeyboardInterrupt``, as a kill right after a checkpoint would, so an
+    interrupted run loses at most one rollout and resumes exactly.
     """
 
     def __init__(self, every: int, save_path: str, name_prefix: str = "model", save_replay_buffer: bool = False,
-                 carry: dict | None = None, appended: tuple[Path, ...] = ()):
+                 carry: dict | None = None, appended: tuple[Path, ...] = (), keep: int = KEEP_CHECKPOINTS):
         super().__init__(1, save_path, name_prefix, save_replay_buffer)
         self.every, self.carry, self.appended = max(int(every), 1), dict(carry or {}), tuple(appended)
+        self.keep = max(int(keep), 1)
         self.last_saved = 0
         self.pending_log: dict = {}  # a resumed run: what the logger held at the checkpoint (agents.resume)
+        self.stop_requested = False  #: set (by a Ctrl-C handler): checkpoint when the next rollout starts, then stop
+        self.stopped = False  #: training stopped (``KeyboardInterrupt``) right after that checkpoint
 
     def _on_training_start(self) -> None:
         from agents.resume import put_log_back
@@ -271,6 +283,13 @@ class AtomicCheckpointCallback(CheckpointCallback):
         self.pending_log = {}
 
     def _on_rollout_start(self) -> None:
+        if self.stop_requested:
+            if self.num_timesteps > self.last_saved:
+                self.save()
+            self.stopped = True
+            # as a kill right after a checkpoint: no end-of-training work (a validation, a best.zip) that the
+            # resumed run would not redo the same way
+            raise KeyboardInterrupt("stopped after the checkpoint at the start of a rollout")
         if self.num_timesteps - self.last_saved >= self.every:
             self.save()
 
@@ -292,5 +311,17 @@ class AtomicCheckpointCallback(CheckpointCallback):
             for older in newest.parent.glob(f"{self.name_prefix}_replay_buffer_*_steps.pkl"):
                 if older != newest:
                     older.unlink(missing_ok=True)
+        self._prune()
         self.last_saved = self.num_timesteps
         return checkpoint
+
+    def _prune(self) -> None:
+        """Keep the newest :attr:`keep` checkpoints and their state files (a resume needs the newest intact one)."""
+        from agents.resume import state_path
+
+        name = re.compile(rf"{re.escape(self.name_prefix)}_(\d+)_steps\.zip")
+        found = sorted((int(m.group(1)), path) for path in Path(self.save_path).glob(f"{self.name_prefix}_*_steps.zip")
+                       if (m := name.fullmatch(path.name)))
+        for _, path in found[:-self.keep]:
+            state_path(path).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)

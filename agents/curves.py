@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from hpcgym.io import write_figure
+
 
 def plot_learning_curves(curves: Mapping[str, Path], out: Path, title: str = "",
                          references: Mapping[str, float] | None = None) -> Path:
@@ -41,6 +43,6 @@ def plot_learning_curves(curves: Mapping[str, Path], out: Path, title: str = "",
     ax.legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    write_figure(fig, out, dpi=110)  # atomic: a link in the run folder is replaced, not written through
     plt.close(fig)
     return out

@@ -99,8 +99,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="number of windows with --window (default: 10)")
     ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the window draw (default: 0)")
     ap.add_argument("--no-kill", action="store_true", help="let jobs run past their walltime")
-    ap.add_argument("--out", type=Path, default=None, help="write per-job records here (.csv or .parquet); the row "
-                    "column is the job's row in the trace (its split), unique even where job ids repeat")
+    ap.add_argument("--out", type=cli.out_file, default=None, help="write per-job records here (.csv or .parquet); "
+                    "the row column is the job's row in the trace (its split), unique even where job ids repeat")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if args.policy != "all":

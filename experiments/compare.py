@@ -26,6 +26,7 @@ import pandas as pd
 
 from experiments.runs import BASELINE, RunFolder, check_distinct
 from hpcgym import cli, metrics
+from hpcgym import io as hpcgym_io
 
 
 def label(args: dict) -> str:
@@ -108,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = cli.ArgumentParser(prog="python -m experiments.compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="training run folders")
-    ap.add_argument("--out", type=Path, default=None, help="also write the table here (.md or .csv)")
+    ap.add_argument("--out", type=cli.out_file, default=None, help="also write the table here (.md or .csv)")
     args = ap.parse_args(argv)
     windows = load_runs(args.runs)  # a mistake is one error line (hpcgym.cli.run)
     table = tstr_table(windows)
@@ -124,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     if args.out:
         body = table.to_csv(index=False) if args.out.suffix == ".csv" else "```\n" + text + "\n```\n"
-        args.out.write_text(body)
+        hpcgym_io.write_text(args.out, body)
     return 0
 
 

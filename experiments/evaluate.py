@@ -155,7 +155,7 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     notes += identical_rows(per_window)
     description = "\n".join([description, *(f"Note: {n}" for n in notes)]) if notes else description
     table.attrs["description"] = description
-    (out / runs.SUMMARY_MD).write_text(format_summary(table, description) + "\n")
+    hpcgym_io.write_text(out / runs.SUMMARY_MD, format_summary(table, description) + "\n")
     return table
 
 
@@ -291,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     folders = [RunFolder(run).check("model") for run in args.model]  # every mistake before any work
     runs.check_distinct(folders)
     out = args.out or default_out(folders, args.trace)
+    if args.out is None and folders:
+        folders[0].check_links()  # the results go into the run's folder: nothing may follow a link out of it
     runs.check_writable(out, "the output folder")
     own = dict(runs.load_agent(spec) for spec in args.agent)
     if len(own) < len(args.agent) or set(own) & {f.name for f in folders}:

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import cli
+from hpcgym import io as hpcgym_io
 
 #: the evaluation's test windows (experiments.train's defaults): count, jobs each, the window draw's seed
 WINDOWS, LENGTH, WINDOW_SEED = 20, 1024, 0
@@ -108,7 +109,7 @@ def plot(reference: float, draws: np.ndarray, runs: pd.DataFrame, title: str, pa
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    hpcgym_io.write_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -156,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(weights, columns=["a", "b", "c", "d"]).assign(bsld=draws).to_csv(args.out / "draws.csv",
                                                                                       index=False)
-        (args.out / "summary.md").write_text("```\n" + text + "\n```\n")
+        hpcgym_io.write_text(args.out / "summary.md", "```\n" + text + "\n```\n")
         plot(reference, draws, runs, title, args.out / "noise_floor.png")
         print(f"wrote {args.out}")
     return 0

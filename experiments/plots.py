@@ -35,6 +35,7 @@ from matplotlib.ticker import MaxNLocator
 
 from experiments import runs, tables
 from experiments.runs import BASELINE
+from hpcgym import io as hpcgym_io
 
 #: Muted colours of the heuristic families (Paul Tol's muted scheme; FCFS, the baseline's family, in black).
 FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#332288", "wfp3": "#88CCEE", "unicep": "#44AA99", "f1": "#999933",
@@ -444,7 +445,7 @@ def save(figures: Mapping[str, Figure], folder: Path) -> list[Path]:
     for name, fig in figures.items():
         path = folder / f"{name}.png"
         with _style():
-            fig.savefig(path, bbox_inches="tight", facecolor="white")
+            hpcgym_io.write_figure(fig, path, bbox_inches="tight", facecolor="white")
         paths.append(path)
     return paths
 

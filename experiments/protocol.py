@@ -21,6 +21,7 @@ import pandas as pd
 
 from experiments.arguments import TraceArgs
 from hpcgym import cli
+from hpcgym.errors import EmptyTraceError
 
 #: the scheduler every results table compares with (win rates, shares of improvement, the seeds' check)
 BASELINE_HEURISTIC = ("fcfs", "easy")
@@ -54,6 +55,8 @@ def load_data(args: TraceArgs, val_fraction: float, periods: int = 1) -> Data:
     from hpcgym import machines, traces
 
     real = traces.read(args.trace, **args.read_kwargs())
+    if len(real) == 0:  # say why (every job dropped), not that a validation window is longer than 0 jobs
+        raise EmptyTraceError(real.attrs.get("source", args.trace), real.attrs.get("invalid"), need="to train")
     train = traces.split(real, "train")
     edges = np.round(np.linspace(0, len(train), periods + 1)).astype(int)
     fits, vals = [], []

@@ -21,6 +21,7 @@ from typing import Any
 from experiments import arguments, runs
 from experiments.protocol import Data
 from hpcgym import cli
+from hpcgym import io as hpcgym_io
 
 #: :class:`experiments.train.Args` (named, not imported: ``experiments.train`` imports this module)
 Args = Any
@@ -386,7 +387,8 @@ def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunF
           f"bsld: {json.dumps({k: round(v, 3) for k, v in done.scores.items()})})", flush=True)
     kept = {"runtime_error_removed": done.accuracy, "prior_choices_kept_validation": done.accuracy_held_out} \
         if args.teach else {"clone_accuracy": done.accuracy}
-    run.warm_start.write_text(json.dumps({**kept,
-                                          "clone_accuracy_validation": done.accuracy_held_out if held_out else None,
-                                          "validation": done.scores, "chosen": done.chosen}, indent=2))
+    hpcgym_io.write_text(run.warm_start, json.dumps({**kept,
+                                                      "clone_accuracy_validation": done.accuracy_held_out if held_out
+                                                      else None, "validation": done.scores, "chosen": done.chosen},
+                                                     indent=2))
     return done.scores, done.chosen

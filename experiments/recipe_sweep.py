@@ -26,6 +26,7 @@ from experiments import runs
 from experiments.fanout import Executor
 from experiments.runs import RunFolder
 from hpcgym import cli
+from hpcgym import io as hpcgym_io
 
 #: The environment of the variants against ``tuned``: its predictions, its scan order, the reward relative to it.
 TUNED = ["--features", "v1", "--order", "tuned", "--baseline", "tuned"]
@@ -70,7 +71,7 @@ def _train(task: tuple[list[str], int, int]) -> str:
     run = train.train(train.parse_args(argv))
     if check_windows:
         scores = check_scores(run, check_windows, check_seed)
-        (run / CHECK_JSON).write_text(json.dumps(scores, indent=2))
+        hpcgym_io.write_text(run / CHECK_JSON, json.dumps(scores, indent=2))
     return str(run)
 
 

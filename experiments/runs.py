@@ -14,11 +14,13 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
                             the two RL started from, and how well the clone reproduced its heuristic
 ``learning_curve.csv/.png`` validation bsld against training steps
 ``monitor.csv``, ``tb/``    training episodes; TensorBoard logs
-``checkpoints/``            ``model_<steps>_steps.zip`` (and a DQN's newest replay buffer), for ``--resume``
+``checkpoints/``            the newest three ``model_<steps>_steps.zip`` (and a DQN's newest replay buffer), for
+                            ``--resume``
 ``eval/``                   the evaluation on the test windows (:data:`PER_WINDOW`, :data:`PER_JOB`,
                             :data:`SUMMARY`, :data:`SUMMARY_MD`; ``experiments.evaluate --out`` writes the same)
 ``study-run.json``          written by ``experiments.study``: the seconds each stage took
-``.lock``                   the PID of the process writing to the folder
+``.lock``                   the PID of the process writing to the folder (created exclusively; a lock whose
+                            process is gone, or whose PID a later process took, is stale)
 ==========================  ======================================================================================
 
 :class:`Agent` is what an evaluation plays: a run's network, or any object that follows the agent protocol
@@ -346,6 +348,7 @@ class RunFolder:
     # ---- writing ----
     def check_usable(self, resume: bool, overwrite: bool) -> None:
         """Refuse, before any work, what :meth:`owned` would refuse, and a folder that could not be written."""
+        self.check_links()
         if self.path.exists() and any(self.path.iterdir()) and not resume and not overwrite:
             raise _not_empty(self.path)
         if self.path.exists():
@@ -357,8 +360,11 @@ class RunFolder:
         """Hold the folder for one process (a ``.lock`` file with its PID) while a run writes to it.
 
         A fresh run refuses a folder that already holds files unless ``overwrite`` (which empties it first); a
-        resumed run needs it. A lock left by a process that is gone (killed) is taken over.
+        resumed run needs it. A lock left by a process that is gone (killed, or its PID since reused) is taken
+        over. The lock is created exclusively (``O_EXCL``): of two runs started at once, one is refused. A folder
+        that is, or holds, a symbolic link is refused, so that nothing the run writes lands outside it.
         """
+        self.check_links()
         if self.path.exists() and any(self.path.iterdir()) and not resume:
             if not overwrite:
                 raise _not_empty(self.path)
@@ -366,8 +372,10 @@ class RunFolder:
             shutil.rmtree(self.path)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._check_free()
-            self.lock.write_text(str(os.getpid()))
+            self._take_lock()
+        except FileExistsError:
+            raise cli.UsageError(f"the run folder {self.path} was just taken by another process (its lock "
+                                 f"{self.lock}); if no run is using it, remove that file") from None
         except OSError as exc:  # a read-only file system, a full disk: one line
             raise cli.UsageError(f"cannot write the run folder {self.path}: {cli.message(exc)}") from None
         try:
@@ -375,15 +383,65 @@ class RunFolder:
         finally:
             self.lock.unlink(missing_ok=True)
 
+    def discard_unfinished(self) -> None:
+        """Remove the folder of a fresh run that failed before its first checkpoint (it holds nothing to resume)."""
+        if self.path.is_dir() and not self.path.is_symlink() and not any(self.checkpoints.glob("*.zip")):
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def _take_lock(self) -> None:
+        if self.lock.exists() or self.lock.is_symlink():
+            self._check_free()  # refuses a live owner; a stale lock is removed below
+            self.lock.unlink()
+        hpcgym_io.create_exclusive(self.lock, str(os.getpid()))
+
+    def check_links(self) -> None:
+        """Refuse a run folder that is a symbolic link, or holds one (writes through it would leave the folder)."""
+        if self.path.is_symlink():
+            raise cli.UsageError(f"the run folder {self.path} is a symbolic link (to {os.readlink(self.path)}); give "
+                                 "a real folder (--runs-dir can be the folder the link points into)")
+        if not self.path.is_dir():
+            return
+        link = next((p for p in self.path.rglob("*") if p.is_symlink()), None)
+        if link is not None:
+            raise cli.UsageError(f"{link} is a symbolic link (to {os.readlink(link)}): a run writes only inside its "
+                                 "folder; replace the link with a copy of the file, or remove it")
+
     def _check_free(self) -> None:
-        if self.lock.exists():
-            pid = int(self.lock.read_text().strip() or 0)
-            try:
-                os.kill(pid, 0)
-            except (OSError, ValueError):
-                return  # stale: its process is gone
-            if pid != os.getpid():
-                raise cli.UsageError(f"the run folder {self.path} is in use by process {pid}")
+        """Refuse the folder while a live process holds its lock (a lock whose process is gone is stale)."""
+        if not self.lock.exists():
+            return
+        text = self.lock.read_text().strip()
+        if not text.isdigit():
+            raise cli.UsageError(f"{self.lock}: not a lock written by a run (it should hold a process id, not "
+                                 f"{text[:40]!r}); if no run is using {self.path}, remove that file")
+        pid = int(text)
+        if pid == os.getpid() or not _alive_since(pid, self.lock.stat().st_mtime):
+            return  # ours, or stale: its process is gone (or the id now belongs to a process started after it)
+        raise cli.UsageError(f"the run folder {self.path} is in use by process {pid} (its lock {self.lock}); if "
+                             "that process is not a run of this folder, remove the lock file")
+
+
+def _alive_since(pid: int, when: float) -> bool:
+    """Whether process ``pid`` exists and started no later than ``when`` (a Unix time; unknown start: True)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # PermissionError: it exists, owned by another user
+    started = _start_time(pid)
+    return started is None or started <= when + 1  # a second of slack for the clocks' rounding
+
+
+def _start_time(pid: int) -> float | None:
+    """When process ``pid`` started (a Unix time), from Linux's ``/proc``; None elsewhere or when unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime"))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: start time in clock ticks
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
 
 
 def _not_empty(path: Path) -> cli.UsageError:

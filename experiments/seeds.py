@@ -35,6 +35,7 @@ from experiments import runs
 from experiments.fanout import Executor
 from experiments.runs import BASELINE, RunFolder
 from hpcgym import cli, metrics
+from hpcgym import io as hpcgym_io
 
 NETWORKS = ("agent", "cloned", "untrained")
 AGREEMENT = "agreement.csv"  #: per seed: the start's and the kept network's validation and test scores
@@ -190,7 +191,7 @@ def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
     agree = agreement(run_dirs, per_seed)
     tab.attrs["agreement"] = describe_agreement(agree)
     write_table(agree, out / AGREEMENT)
-    (out / runs.SUMMARY_MD).write_text(format_table(tab) + "\n")
+    hpcgym_io.write_text(out / runs.SUMMARY_MD, format_table(tab) + "\n")
     curves = {folder.name: folder.curve for folder in map(RunFolder, run_dirs)}
     plot_learning_curves(curves, out / runs.CURVES_PNG, title=f"{out.name}: validation bsld per seed")
     return tab

@@ -30,11 +30,16 @@ the clone studies in ``docs/results.md`` (``python -m experiments.recipe_sweep``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
+import signal
+import sys
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -376,8 +381,12 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
         callbacks.append(validation)
     if not args.quiet:
         callbacks.append(ProgressBarCallback(max(args.timesteps - model.num_timesteps, 0)))
-    model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
-                reset_num_timesteps=model.num_timesteps == 0, tb_log_name=TB_NAME)
+    try:
+        with _checkpoint_on_interrupt(checkpoints):
+            model.learn(max(args.timesteps - model.num_timesteps, 0), callback=callbacks,
+                        reset_num_timesteps=model.num_timesteps == 0, tb_log_name=TB_NAME)
+    except KeyboardInterrupt:  # Ctrl-C: say how to go on
+        raise KeyboardInterrupt(_resume_hint(args, run, checkpoints.last_saved)) from None
     save_atomic(model, run.last)
     source = run.best if starts and run.best.exists() else run.last
     hpcgym_io.atomic_write(run.model, lambda tmp: shutil.copyfile(source, tmp))
@@ -388,11 +397,45 @@ def _train(args: Args, run: runs.RunFolder, data: Data, workload: Any, env: Any,
     print(f"trained {args.algo} for {model.num_timesteps} timesteps; saved {run.model}", flush=True)
 
 
+@contextlib.contextmanager
+def _checkpoint_on_interrupt(checkpoints: Any) -> Iterator[None]:
+    """The first Ctrl-C asks for a checkpoint at the next rollout's start and a stop there; a second stops now."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (a worker's run keeps Python's default)
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        if checkpoints.stop_requested:
+            raise KeyboardInterrupt
+        checkpoints.stop_requested = True
+        sys.stderr.write("\nstopping after a checkpoint at the next rollout (Ctrl-C again to stop now, losing the "
+                         "steps since the last checkpoint)\n")
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _resume_hint(args: Args, run: runs.RunFolder, steps: int) -> str:
+    saved = f"the newest checkpoint is at {steps:,} steps" if steps else "no checkpoint was saved yet"
+    return (f"{saved}; continue with python -m experiments.train --runs-dir {run.path.parent} --run-name {run.name} "
+            "--resume")
+
+
 def train_and_evaluate(args: Args) -> tuple[Path, pd.DataFrame | None]:
     """Train, then (unless ``eval_windows`` is 0) evaluate; return the run folder and the summary."""
     from experiments import evaluate
 
-    run_dir = train(args)
+    folder = runs.RunFolder(Path(args.runs_dir) / args.name)
+    fresh = not (folder.path.exists() and any(folder.path.iterdir()))
+    try:
+        run_dir = train(args)
+    except NoDecisionError:
+        if fresh:  # nothing was learned: no folder to refuse the corrected command as "not empty" (a study, which
+            folder.discard_unfinished()  # calls train() and records the source as untrainable there, keeps it)
+        raise
     if args.eval_windows <= 0:
         return run_dir, None
     return run_dir, evaluate.evaluate_run(runs.RunFolder(run_dir), args.trace, args.read_kwargs(), args.eval_windows,

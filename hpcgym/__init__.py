@@ -8,9 +8,14 @@ wrappers (also in every ``info["action_mask"]``).
 
 from __future__ import annotations
 
-from hpcgym import errors, jobs, machines, traces
-from hpcgym.machines import Machine
-from hpcgym.registration import ENVS, action_masks, make, make_vec, register_all
+from hpcgym import jit
+
+jit.use_source_keyed_cache()  # before any kernel is compiled or loaded: an edited kernel is the one that runs
+
+# the other imports come after the cache folder is set
+from hpcgym import errors, jobs, machines, traces  # noqa: E402
+from hpcgym.machines import Machine  # noqa: E402
+from hpcgym.registration import ENVS, action_masks, make, make_vec, register_all  # noqa: E402
 
 register_all()
 

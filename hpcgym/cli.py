@@ -21,13 +21,16 @@ API:
   as ONE line ``error: <message>`` on stderr and gives exit code 2: any :class:`~hpcgym.errors.HpcgymError`
   (:class:`~hpcgym.errors.TraceFormatError`, :class:`~hpcgym.errors.InvalidJobError`,
   :class:`~hpcgym.errors.UnknownMachineError` with its "did you mean", :class:`~hpcgym.errors.EmptyTraceError`, ...),
-  :class:`UsageError` (bad flags and flag values, from :class:`ArgumentParser`), ``FileNotFoundError`` and the other
-  file-access ``OSError`` subclasses, and ``ValueError`` (raised for bad input values). Anything else (``KeyError``,
+  :class:`UsageError` (bad flags and flag values, from :class:`ArgumentParser`), every ``OSError`` (a missing file,
+  a full disk, ...), ``ModuleNotFoundError`` (an extra or a plugin that is not installed), and ``ValueError``
+  (raised for bad input values). Anything else (``KeyError``,
   ``IndexError``, ``TypeError``, ...) is a bug and propagates with its traceback. Set the environment variable
-  ``HPCGYM_TRACEBACK=1`` to get the traceback of the expected errors too. ``Ctrl-C`` exits 130 without a traceback.
+  ``HPCGYM_TRACEBACK=1`` to get the traceback of the expected errors too. ``Ctrl-C`` exits 130 without a traceback
+  (with the interrupt's message, e.g. how to resume, when it has one).
 - ``ArgumentParser``: :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line through
   ``run``; exit 2 as argparse's own) instead of printing the usage block. Sub-parsers inherit it.
-- Argument types that keep the reason in argparse's message: ``positive_int``, ``machine_arg`` (a
+- Argument types that keep the reason in argparse's message: ``positive_int``, ``out_file`` (a file to write, not a
+  folder), ``machine_arg`` (a
   :class:`~hpcgym.machines.Machine` from ``NAME|NODES[xCORES]``, see :func:`hpcgym.machines.parse`) and
   ``columns_arg`` (a column mapping from ``k=v,k=v``, see :func:`hpcgym.traces.csvtable.parse_columns`).
 - ``alias(parser, old, new)``: keep a renamed flag's old spelling working, hidden from ``--help``, with a one-line
@@ -43,11 +46,13 @@ API:
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from hpcgym.errors import HpcgymError
@@ -64,7 +69,9 @@ ROUND_HELP = ("how to round values that should be whole and are not (node or pro
               "an error; runtimes and walltimes round up, submit times down")
 DUPLICATE_HELP = ("jobs whose id an earlier job has: warn (keep them, one warning; the default) or error")
 EXIT_USAGE = 2
-_FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+#: Expected errors of the environment rather than of the code: every ``OSError`` (a missing file, a full disk, a
+#: read-only folder) and a module that is not installed (an optional extra, a plugin named in a saved model).
+_FILE_ERRORS = (OSError, ModuleNotFoundError)
 
 
 #: One meaning per flag name across the command-line tools (the renamed spellings are kept as deprecated aliases).
@@ -129,6 +136,14 @@ def seed_arg(text: str) -> int:
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"a seed is between 0 and {MAX_SEED}, not {value}")
     return value
+
+
+def out_file(text: str) -> Path:
+    """An argparse type: a file to write, refused at once when it names an existing folder (not after the work)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name (e.g. {path / 'out.csv'})")
+    return path
 
 
 def machine_arg(text: str):
@@ -229,8 +244,12 @@ def _checked(parse: Callable[[str], object]) -> Callable[[str], str]:
 
 def message(exc: BaseException) -> str:
     """The one-line text of an expected error."""
-    if isinstance(exc, OSError) and exc.filename is not None:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        text = f"{exc.filename or 'a file'}: no space left on the device (free some space, or write elsewhere)"
+    elif isinstance(exc, OSError) and exc.filename is not None:
         text = f"{exc.filename}: {exc.strerror or exc}"
+    elif isinstance(exc, ModuleNotFoundError):
+        text = f"{exc} (install the package that provides {exc.name!r})"
     else:
         text = str(exc) or type(exc).__name__
     return " ".join(text.split())
@@ -274,6 +293,6 @@ def run(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] 
             raise
         sys.stderr.write(f"error: {message(exc)}\n")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+    except KeyboardInterrupt as exc:  # its message, when it has one, says how to go on (experiments.train: --resume)
+        sys.stderr.write(f"interrupted{': ' + str(exc) if str(exc) else ''}\n")
         return 130

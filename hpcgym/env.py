@@ -15,7 +15,7 @@ from gymnasium import spaces
 
 from hpcgym import jobs as jobtable
 from hpcgym import machines, observation, rewards, traces
-from hpcgym.errors import NoDecisionError
+from hpcgym.errors import NoDecisionError, warn
 from hpcgym.observation import WAIT_SCALE, Observer, Scales
 from hpcgym.rewards import OBJECTIVES
 from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
@@ -71,8 +71,10 @@ class SchedulingEnv(gym.Env):
     An action of the action space outside the mask has a fixed meaning by default (``invalid_action="wrap"``):
     action ``a`` schedules slot ``a mod v``, and ``info["invalid_actions"]`` counts such actions in the episode.
     This is what lets generic algorithms and the environment checkers, which sample from the whole action space,
-    run unchanged. ``invalid_action="raise"`` is the strict mode for debugging: a ``ValueError`` instead. An action
-    outside the action space (negative, or ``slots`` and above) is a ``ValueError`` in both modes, and actions must
+    run unchanged; an episode in which most actions were outside the mask ends with a warning (an agent that does
+    not read the mask, such as plain PPO, picks empty slots most of the time and learns little).
+    ``invalid_action="raise"`` is the strict mode for debugging: a ``ValueError`` instead. An action outside the
+    action space (negative, or ``slots`` and above) is a ``ValueError`` in both modes, and actions must
     be whole numbers (``2.5`` is an error, not slot 2).
 
     The ``action`` argument picks what a choice means (``docs/simulation.md``, "Action modes"):
@@ -105,7 +107,7 @@ class SchedulingEnv(gym.Env):
     | 6 | time until enough nodes free up, by estimates | time of day |
     | 7 | arrival position / slots | 1 (row marker) |
 
-    With ``features="v1"`` (the ``-v1`` ids) each row has 12 columns, the 8 above and:
+    With ``features="v1"`` (the ``-predict`` ids) each row has 12 columns, the 8 above and:
 
     | col | job row | machine row |
     |-----|---------|-------------|
@@ -132,15 +134,18 @@ class SchedulingEnv(gym.Env):
     The window's first job arrives at time 0 on an empty machine; ``reset`` runs to the first decision.
 
     ## Episode end
-    Terminated when every job of the window has finished. Never truncated.
+    Terminated when every job of the window has finished. Never truncated by the environment; since the whole reward
+    comes at the last step, a TimeLimit wrapper that truncates an episode removes all of its reward.
 
     ## Info
-    Every step (and ``reset``): ``time``, ``waiting``, ``decisions``, ``done``, ``invalid_actions`` (so far this
-    episode) and ``action_mask`` (the valid slots, as :meth:`action_masks`). At the end also ``metrics`` (see
+    Every step (and ``reset``), as numpy scalars: ``time``, ``waiting``, ``decisions``, ``window_done`` (also as
+    ``done``, its old name: the vector environment has only ``window_done``, since ``done`` is a key TorchRL
+    reserves), ``invalid_actions`` (so far this episode) and ``action_mask`` (the valid slots, as
+    :meth:`action_masks`). At the end also ``metrics`` (see
     :func:`hpcgym.metrics.summarize`), ``compare`` (the objective of each ``compare_with`` heuristic on the same
     window and backfill mode), ``records`` (per-job columns as numpy arrays: ``pd.DataFrame(records)``
     gives the table), ``window_start`` (row of the split, or
-    -1 for sampled workloads) and ``baseline`` (its objective value, when set).
+    -1 for sampled workloads) and, only when a ``baseline`` is set, ``baseline`` (its objective value).
 
     ## Arguments
     - ``machine``: catalog name or :class:`~hpcgym.machines.Machine`.
@@ -155,10 +160,10 @@ class SchedulingEnv(gym.Env):
       order: FCFS; a policy or a name such as ``"wfp3"``), ``kill_at_walltime`` (True), ``invalid_action``
       (``"raise"`` or ``"wrap"``), ``compare_with`` (heuristics, e.g. ``("fcfs",)``, to report in the final info),
       ``render_mode``, ``reward`` (``"objective"`` or ``"log"``).
-    - ``predictor`` (None: the walltimes; ``"last2"`` for the ``-v1`` ids): the runtime predictor whose estimates
+    - ``predictor`` (None: the walltimes; ``"last2"`` for the ``-predict`` ids): the runtime predictor whose estimates
       EASY's reservation, its backfill checks and the scan order use instead of the walltimes
       (:mod:`hpcgym.sim.predict`). Kill times stay the walltimes.
-    - ``features`` (``"v0"``; ``"v1"`` for the ``-v1`` ids): the observation's columns (above).
+    - ``features`` (``"v0"``; ``"v1"`` for the ``-predict`` ids): the observation's columns (above).
     - ``action`` (``"pick"``), ``hold_limit`` (3600 s, hold mode only): the action mode (see "Action space").
     - ``time_scale`` (None): seconds that the log-scaled time features map to 1; None takes the workload's longest
       walltime (at least 60 s; for a sampled workload, that of :data:`SCALE_SAMPLE_JOBS` jobs sampled with seed 0).
@@ -360,6 +365,7 @@ class SchedulingEnv(gym.Env):
         if not sim.done:
             return obs, 0.0, False, False, self.step_info()
         self.result = self.finish()
+        warn_if_unmasked(self.invalid_actions, sim.decisions)
         return obs, self.result.reward, True, False, self.step_info(self.result)
 
     def action_masks(self) -> np.ndarray:
@@ -380,9 +386,11 @@ class SchedulingEnv(gym.Env):
 
     def step_info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
         """The ``info`` of a step or reset (see the class docstring); ``result``: the episode's, at its end."""
-        info: dict[str, Any] = {"time": self.sim.now, "waiting": len(self.sim.queue), "decisions": self.sim.decisions,
-                                "done": result is not None, "invalid_actions": self.invalid_actions,
-                                "action_mask": self._mask.copy()}
+        ended = np.bool_(result is not None)
+        # numpy scalars, not Python ints: clients that turn infos into tensors (TorchRL) need a dtype
+        info: dict[str, Any] = {"time": np.int64(self.sim.now), "waiting": np.int64(len(self.sim.queue)),
+                                "decisions": np.int64(self.sim.decisions), "window_done": ended, "done": ended,
+                                "invalid_actions": np.int64(self.invalid_actions), "action_mask": self._mask.copy()}
         if result is not None:
             info.update(episode_info(result, self._window.start_row))
         return info
@@ -414,13 +422,31 @@ class SchedulingEnv(gym.Env):
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
+#: The share of an episode's actions outside the mask above which the environment warns (an unmasked learner), in
+#: episodes of at least :data:`UNMASKED_MIN_DECISIONS` decisions (in shorter ones a few choices say little).
+UNMASKED_SHARE, UNMASKED_MIN_DECISIONS = 0.5, 8
+
+
+def warn_if_unmasked(invalid: int, decisions: int, where: str = "this episode") -> None:
+    """Warn, at an episode's end, when most of its actions were outside the mask (and were wrapped to valid ones).
+
+    An agent that does not read the mask (plain PPO) picks empty slots most of the time and is never told: each
+    such action silently becomes another job's.
+    """
+    if decisions >= UNMASKED_MIN_DECISIONS and invalid > UNMASKED_SHARE * decisions:
+        warn(f"{invalid} of the {decisions} actions of {where} were outside the action mask and were mapped to valid "
+             "slots (invalid_action='wrap'), so the agent does not learn the choices it makes: give it the mask "
+             "(info['action_mask'], hpcgym.action_masks(env); sb3-contrib's MaskablePPO reads action_masks()), or "
+             "pass invalid_action='raise' to stop at the first one")
+
+
 def whole_number(value: Any, name: str) -> int:
     """``value`` as an int, refusing floats with a fractional part (``2.5`` would silently become 2)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not {value!r}")
     try:
         whole = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         raise TypeError(f"{name} must be an integer, not {value!r}") from None
     if whole != value:
         raise ValueError(f"{name} must be a whole number, not {value!r}")
@@ -472,8 +498,11 @@ def _trace_name(workload: Any) -> str | None:
 
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
     """The keys an episode's last ``info`` adds (see the class docstring)."""
-    return {"metrics": result.metrics, "records": result.records, "window_start": window_start,
-            "baseline": result.baseline, "compare": result.compare}
+    info = {"metrics": result.metrics, "records": result.records, "window_start": np.int64(window_start),
+            "compare": result.compare}
+    if result.baseline is not None:  # only when set: a None has no dtype for clients that make tensors of infos
+        info["baseline"] = result.baseline
+    return info
 
 
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:

@@ -154,9 +154,15 @@ def register(machine: Machine, overwrite: bool = False) -> None:
 
 
 def header_int(header: dict[str, Any], key: str) -> int | None:
-    """A positive whole number from an SWF header field (``MaxNodes``, ``MaxProcs``, ...), else None."""
+    """A positive whole number from an SWF header field (``MaxNodes``, ``MaxProcs``, ...), else None.
+
+    A field given on several lines counts when they all agree.
+    """
+    text = header.get(key, "")
+    if isinstance(text, list):
+        text = text[0] if len({str(v).strip() for v in text}) == 1 else ""
     try:
-        value = int(str(header.get(key, "")).split()[0])
+        value = int(str(text).split()[0])
     except (ValueError, IndexError):
         return None
     return value if value > 0 else None

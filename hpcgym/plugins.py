@@ -11,7 +11,8 @@ every CLI, environment and table sees it without an import (``docs/extend.md`` w
 - ``hpcgym.synthesizers``: a :class:`synth.base.Synthesizer` subclass, as ``"module:Class"`` (:mod:`synth`).
 
 The entry point's name is the name users type (``--policy bigfirst``, ``--format mylog``). A plugin that fails to
-import does not stop the others: it is left out with a warning naming it and its error.
+import (even one that calls ``sys.exit``) does not stop the others: it is left out with a warning naming it and
+its error.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ def load(group: str, check: Callable[[str, Any], Any] | None = None) -> dict[str
         try:
             obj = point.load()
             out[point.name] = check(point.name, obj) if check else obj
-        except Exception as exc:  # noqa: BLE001 - one broken plugin must not take the others down
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - one broken plugin must not take the others down
             dist = getattr(point.dist, "name", None) or "an installed package"
             warn(f"the {group} entry point {point.name!r} = {point.value!r} (from {dist}) was left out: "
-                 f"{type(exc).__name__}: {exc}")
+                 f"{type(exc).__name__}: {exc}" + (" (it called sys.exit when imported)"
+                                                   if isinstance(exc, SystemExit) else ""))
     return out

@@ -1,19 +1,22 @@
-"""The environment ids (``hpcgym/<name>-v0``, ``-v1``), :func:`make` and :func:`action_masks` (through wrappers).
+"""The environment ids (``hpcgym/<name>-v0``, ``hpcgym/<name>-predict-v0``), :func:`make` and :func:`action_masks`.
 
 :func:`make` is a thin alias of ``gymnasium.make``; :func:`action_masks` reads the valid actions behind any wrappers.
 
-A ``-v1`` id is its ``-v0`` id with runtime predictions and the observation's history columns
-(``predictor="last2"``, ``features="v1"``; see :class:`hpcgym.env.SchedulingEnv`). Both are supported: ``-v1`` is a
-sibling, not a fix of ``-v0``. Gymnasium reads a higher version as a newer revision and warns that ``-v0`` "is out of
-date"; :func:`make` and :func:`make_vec` silence that one warning (``gymnasium.make("hpcgym/theta-v0")`` still shows
-it, as Gymnasium's convention).
+**The rule of the ids.** An id's version counts *revisions* of one environment: it is raised only when the
+observation, the reward or the episode of that id change, and an older version is then out of date (Gymnasium's
+convention, which warns about it). A different *set* of observation columns or a runtime predictor is a choice, not
+a revision: it is an argument (``features=``, ``predictor=``), and the one bundle of them hpcgym names is the
+``-predict`` id: ``<name>-predict-v0`` is ``<name>-v0`` with ``predictor="last2"`` and ``features="v1"`` (see
+:class:`hpcgym.env.SchedulingEnv`). Names follow the bundled traces' (``lublin-256-v0`` for ``lublin-256``).
+
+So ``gymnasium.make("hpcgym/theta-v0")`` is quiet, and ``gymnasium.make("hpcgym/theta")`` gives ``theta-v0``.
+The ids of earlier releases keep working as aliases of the same specs (:data:`ALIASES`): ``<name>-v1`` (now
+``<name>-predict-v0``) and ``lublin256-v0``/``-v1`` (now ``lublin-256-v0``/``lublin-256-predict-v0``). An alias is
+a second key of Gymnasium's registry for the same spec, not a version of the name, so it makes nothing out of date.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -30,44 +33,47 @@ ENVS: dict[str, tuple[str, str]] = {
     "mustang-v0": ("mustang", "mustang"),
     "sdsc-sp2-v0": ("sdsc-sp2", "sdsc-sp2"),
     "hpc2n-v0": ("hpc2n", "hpc2n"),
-    "lublin256-v0": ("lublin-256", "lublin-256"),
+    "lublin-256-v0": ("lublin-256", "lublin-256"),
     "mira-v0": ("mira", "mira"),
 }
-#: What a ``-v1`` id adds to its ``-v0`` id's keyword arguments.
-V1_KWARGS = {"predictor": "last2", "features": "v1"}
-ENVS.update({name.replace("-v0", "-v1"): spec for name, spec in list(ENVS.items())})
+#: What a ``-predict`` id adds to its plain id's keyword arguments.
+PREDICT_KWARGS = {"predictor": "last2", "features": "v1"}
+V1_KWARGS = PREDICT_KWARGS  # its name when those ids were ``-v1``
+ENVS.update({name.replace("-v0", "-predict-v0"): spec for name, spec in list(ENVS.items())})
+#: Ids of earlier releases -> the id they name now (both work; see the module docstring).
+ALIASES: dict[str, str] = {
+    **{name.replace("-predict-v0", "-v1").replace("lublin-256", "lublin256"): name
+       for name in ENVS if name.endswith("-predict-v0")},
+    "lublin256-v0": "lublin-256-v0",
+}
 
 
 def register_all() -> None:
-    """Register every id of :data:`ENVS` with Gymnasium (idempotent)."""
+    """Register every id of :data:`ENVS` with Gymnasium, and the :data:`ALIASES` as keys of the same specs."""
     for env_id, (machine, workload) in ENVS.items():
         full = f"{NAMESPACE}/{env_id}"
         if full not in gym.registry:
-            extra = V1_KWARGS if env_id.endswith("-v1") else {}
+            extra = PREDICT_KWARGS if env_id.endswith("-predict-v0") else {}
             gym.register(full, entry_point="hpcgym.env:SchedulingEnv",
                          vector_entry_point="hpcgym.vector:SchedulingVectorEnv",
                          kwargs={"machine": machine, "workload": workload, **extra})
+    for old, new in ALIASES.items():
+        # not gym.register: a spec with the old id would be a version of the old name ("theta-v1" would make
+        # "theta-v0" out of date); the registry is a dict, and a second key for the spec adds no version
+        gym.registry.setdefault(f"{NAMESPACE}/{old}", gym.registry[f"{NAMESPACE}/{new}"])
 
 
 def _full_id(env_id: str) -> str:
     name = env_id.split("/", 1)[1] if env_id.startswith(f"{NAMESPACE}/") else env_id
+    name = ALIASES.get(name, name)
     if name not in ENVS:
         raise UnknownNameError("environment id", name, ENVS)
     return f"{NAMESPACE}/{name}"
 
 
-@contextmanager
-def _siblings_not_outdated() -> Iterator[None]:
-    """Silence Gymnasium's "out of date" warning for a ``-v0`` id: its ``-v1`` is a sibling (see the module doc)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=rf".*{NAMESPACE}/\S+-v0 is out of date")
-        yield
-
-
 def make(env_id: str, **kwargs: Any) -> gym.Env:
     """``hpcgym.make("theta-v0", backfill="easy")`` is ``gymnasium.make("hpcgym/theta-v0", backfill="easy")``."""
-    with _siblings_not_outdated():
-        return gym.make(_full_id(env_id), **kwargs)
+    return gym.make(_full_id(env_id), **kwargs)
 
 
 def make_vec(env_id: str, num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
@@ -75,8 +81,7 @@ def make_vec(env_id: str, num_envs: int = 1, **kwargs: Any) -> gym.vector.Vector
 
     The same as ``gymnasium.make_vec("hpcgym/<id>", num_envs, vectorization_mode="vector_entry_point", **kwargs)``.
     """
-    with _siblings_not_outdated():
-        return gym.make_vec(_full_id(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
+    return gym.make_vec(_full_id(env_id), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
 
 
 def action_masks(env: Any) -> np.ndarray:

@@ -10,8 +10,10 @@ environment reset with that seed (the tests check it).
 
 Infos are Gymnasium's vector infos: a dict of arrays with one entry per copy, each key ``k`` beside a boolean
 ``_k`` that says which copies have it. Every step (and ``reset``) has ``time``, ``waiting``, ``decisions``,
-``done``, ``invalid_actions`` (so far in each copy's episode) and ``action_mask`` (``(num_envs, slots)``, as
-:meth:`~SchedulingVectorEnv.action_masks`), the single env's keys batched.
+``window_done`` (not ``done``, a key TorchRL reserves), ``invalid_actions`` (so far in each copy's episode) and
+``action_mask`` (``(num_envs, slots)``, as :meth:`~SchedulingVectorEnv.action_masks`), the single env's keys batched.
+Like Gymnasium's own vector environments it has an :attr:`~SchedulingVectorEnv.autoreset_mode` attribute, which
+TorchRL's ``GymWrapper`` reads.
 
 Autoreset is Gymnasium's ``SAME_STEP`` mode: the step that ends an episode returns the next episode's first
 observation, and ``infos["final_obs"]`` (an object array: the finished observation, ``None`` for the copies that
@@ -42,7 +44,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from hpcgym.env import SchedulingEnv, reset_options, whole_number
+from hpcgym.env import SchedulingEnv, reset_options, warn_if_unmasked, whole_number
 from hpcgym.observation import Observer, Scales
 from hpcgym.sim.loop import DONE
 from hpcgym.sim.simulator import Batch, Buffers
@@ -59,6 +61,8 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    #: as Gymnasium's own vector environments have it (TorchRL's ``GymWrapper`` reads the attribute)
+    autoreset_mode = AutoresetMode.SAME_STEP
 
     def __init__(self, num_envs: int = 1, **env_kwargs: Any):
         if whole_number(num_envs, "num_envs") < 1:
@@ -121,6 +125,7 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
             env = self.envs[i]
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])
+            warn_if_unmasked(env.invalid_actions, int(self.batch.decisions[i]), f"copy {i}'s episode")
             reward[i] = result.reward
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)
@@ -178,8 +183,9 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         sc = self.buffers.state.sc
         every = self._every  # every copy has every key (Gymnasium's "_key" convention); read-only, shared
         return {"time": sc[:, T].copy(), "_time": every, "waiting": sc[:, QE] - sc[:, QS], "_waiting": every,
-                "decisions": self.batch.decisions.copy(), "_decisions": every, "done": self.batch.status == DONE,
-                "_done": every, "invalid_actions": self._invalid.copy(), "_invalid_actions": every,
+                "decisions": self.batch.decisions.copy(), "_decisions": every,
+                "window_done": self.batch.status == DONE, "_window_done": every,
+                "invalid_actions": self._invalid.copy(), "_invalid_actions": every,
                 "action_mask": self._mask.copy(), "_action_mask": every}
 
 

@@ -9,6 +9,7 @@ hash of the training trace) next to the backend's own files.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib
 import json
@@ -25,7 +26,7 @@ import pandas as pd
 from hpcgym import jobs as jobtable
 from hpcgym import machines
 from hpcgym.errors import DependencyNotInstalled
-from hpcgym.io import write_text
+from hpcgym.io import atomic_folder, write_text
 from hpcgym.machines import Machine
 from synth import features, postprocess
 
@@ -169,11 +170,20 @@ class Synthesizer:
         return mach
 
     def save(self, path: str | Path) -> Path:
-        """Write the model to a directory (manifest + backend files)."""
+        """Write the model to a directory (manifest + backend files), atomically: a temporary folder, renamed.
+
+        Raises:
+            FileExistsError: ``path`` holds files but no saved model (it would be hashed and replaced).
+        """
         if not self.fitted:
             raise RuntimeError(f"{self.name}: nothing to save before fit()")
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() and any(path.iterdir()) and not (path / MANIFEST).exists():
+            raise FileExistsError(errno.EEXIST, "holds files but no saved synthesizer (no manifest.json); give a new "
+                                  "or empty folder, or one a synthesizer was saved in (it is replaced)", str(path))
+        return atomic_folder(path, self._save_folder)  # a kill or a full disk leaves the old save as it was
+
+    def _save_folder(self, path: Path) -> None:
         self._save(path)
         manifest = {"class": f"{type(self).__module__}:{type(self).__qualname__}", "name": self.name,
                     "params": self.params, "max_nodes": self.max_nodes, "trace_hash": self.trace_hash,
@@ -183,7 +193,6 @@ class Synthesizer:
                     "versions": {p: _version(p) for p in ("hpcgym", *self.packages)},
                     "files": _file_hashes(path)}
         write_text(path / MANIFEST, json.dumps(manifest, indent=2, default=str))  # last: it vouches for the rest
-        return path
 
     @staticmethod
     def load(path: str | Path) -> Synthesizer:
@@ -195,14 +204,13 @@ class Synthesizer:
         accidents, not against a forged folder (whoever can write the pickle can write the manifest).
 
         Raises:
-            ValueError: a file does not match the manifest, or the model was saved by another revision of its
-                class's code (:attr:`revision`).
+            ValueError: a file does not match the manifest, the model was saved by another revision of its
+                class's code (:attr:`revision`), or its class's module (a plugin) is not installed.
         """
         path = Path(path)
         manifest = json.loads((path / MANIFEST).read_text())
         _verify(path, manifest)
-        module, _, cls_name = manifest["class"].partition(":")
-        cls = getattr(importlib.import_module(module), cls_name)
+        cls = _saved_class(path, manifest["class"])
         saved = manifest.get("revision", 1)
         if saved != cls.revision:
             raise ValueError(f"{path}: saved by revision {saved} of the {manifest['name']} synthesizer's code, and "
@@ -236,6 +244,16 @@ class Synthesizer:
     def _load(self, path: Path) -> None:
         with open(path / "state.pkl", "rb") as fh:
             self.__dict__.update(pickle.load(fh))
+
+
+def _saved_class(path: Path, spec: str) -> type[Synthesizer]:
+    """The class a manifest names (``module:Class``), or a one-line ValueError naming the folder and what is missing."""
+    module, _, cls_name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{path / MANIFEST}: the model's class {spec} cannot be imported ({exc}); install the "
+                         "package that provides it (a plugin's synthesizer), or fit the model again") from None
 
 
 def _file_hashes(path: Path) -> dict[str, str]:

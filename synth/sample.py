@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="seed of the sample: the same seed, the same jobs (default: 0)")
     ap.add_argument("--machine", default=None,
                     help="catalog machine for the SWF header and processor fields (default: the model's own)")
-    ap.add_argument("--out", type=Path, required=True, help="output .swf[.gz] or .csv file (required)")
+    ap.add_argument("--out", type=cli.out_file, required=True, help="output .swf[.gz] or .csv file (required)")
     args = ap.parse_args(argv)
     model = Synthesizer.load(args.model)
     try:

@@ -124,13 +124,42 @@ def test_the_raise_mode_message_names_ways_that_work_through_wrappers():
             env.step(empty)
 
 
-def test_a_v0_id_made_through_hpcgym_is_not_called_out_of_date():
-    """``-v1`` is a sibling of ``-v0`` (more observation columns), not its revision: hpcgym's own front door says
-    nothing, while Gymnasium's make keeps its convention (a higher version exists: it warns)."""
+def test_a_plain_make_is_quiet_and_the_old_ids_still_work():
+    """Versions count revisions; the ``-predict`` ids are siblings, and the ids of earlier releases are aliases."""
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        hpcgym.make("theta-v0").close()
-        hpcgym.make_vec("lublin256-v0", num_envs=2).close()
-    assert not [w for w in got if "out of date" in str(w.message)]
-    with pytest.warns(DeprecationWarning, match="theta-v0 is out of date"):
         gym.make("hpcgym/theta-v0").close()
+        gym.make("hpcgym/lublin256-v0").close()  # an old id
+        hpcgym.make_vec("lublin256-v0", num_envs=2).close()
+        assert gym.make("hpcgym/lublin256-v1").observation_space.shape[-1] == 12  # now lublin-256-predict-v0
+    assert not [str(w.message) for w in got if "version" in str(w.message) or "out of date" in str(w.message)]
+    with pytest.warns(UserWarning, match="latest versioned environment `hpcgym/lublin-256-v0`"):
+        default = gym.make("hpcgym/lublin-256")  # Gymnasium says which version a name without one gives
+    assert default.spec.id == "hpcgym/lublin-256-v0" and default.observation_space.shape[-1] == 8
+
+
+@pytest.mark.parametrize("num_envs", [None, 3], ids=["single", "vector"])
+def test_torchrl_wraps_the_env_and_plays_only_masked_actions(num_envs):
+    """TorchRL (the ``torchrl`` extra): ``GymWrapper`` with the mask read from ``info`` and its ``ActionMask``
+    transform. The vector env needs ``autoreset_mode`` and no ``done`` key in its infos (TorchRL reserves it)."""
+    pytest.importorskip("torchrl", reason="TorchRL is not installed (pip install 'hpcgym[torchrl]')")
+    import torch
+    from torchrl.data import Binary, Unbounded
+    from torchrl.envs import ActionMask, GymWrapper, TransformedEnv
+    from torchrl.envs.libs.gym import default_info_dict_reader
+
+    kwargs = dict(window=32, slots=8)
+    env = hpcgym.make("lublin256-v0", **kwargs) if num_envs is None else \
+        hpcgym.make_vec("lublin256-v0", num_envs=num_envs, **kwargs)
+    batch = () if num_envs is None else (num_envs,)
+    wrapped = GymWrapper(env)
+    spec = {"action_mask": Binary(n=8, shape=(*batch, 8), dtype=torch.bool),
+            "invalid_actions": Unbounded(shape=batch, dtype=torch.int64)}
+    wrapped.set_info_dict_reader(default_info_dict_reader(list(spec), spec=spec))
+    masked = TransformedEnv(wrapped, ActionMask())
+    masked.set_seed(0)
+    steps = masked.rollout(120, break_when_any_done=False)
+    assert steps["next", "done"].any()  # episodes ended and were reset along the way
+    assert steps["next", "invalid_actions"].max().item() == 0  # every sampled action was inside the mask
+    chosen = steps["action"].reshape(-1, 8).argmax(-1) if steps["action"].shape[-1] == 8 else steps["action"].flatten()
+    assert steps["action_mask"].reshape(-1, 8)[torch.arange(len(chosen)), chosen].all()

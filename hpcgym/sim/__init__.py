@@ -29,8 +29,9 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
   old imports.
 
 Editing these files: numba's on-disk cache keys each compiled function on its own file only, not on the files of
-the functions it inlines or calls, so after an edit here clear it (``find hpcgym -name '*.nb[ic]' -delete``) or
-point ``NUMBA_CACHE_DIR`` at a new folder; otherwise a caller may keep running the old code of its callee.
+the functions it inlines or calls; ``import hpcgym`` therefore keeps the cache in a folder keyed on a hash of every
+kernel's source (:mod:`hpcgym.jit`), so after an edit the kernels compile again and the edited code runs. A
+``NUMBA_CACHE_DIR`` you set yourself is used as it is (clear it after an edit).
 """
 
 from __future__ import annotations

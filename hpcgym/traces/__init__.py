@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import re
@@ -25,7 +26,7 @@ from hpcgym.jobs import OnDuplicate, OnInvalid
 from hpcgym.machines import Machine
 from hpcgym.traces import alcf, formats, mustang, pbs, slurm
 from hpcgym.traces._accounting import first_line
-from hpcgym.traces._io import csv_header
+from hpcgym.traces._io import csv_header, spooled
 from hpcgym.traces.alcf import read_alcf
 from hpcgym.traces.chunks import ROWS, read_swf_chunks
 from hpcgym.traces.csvtable import identity_mapping, missing_keys, read_csv_table, unsupported_layout
@@ -33,7 +34,7 @@ from hpcgym.traces.mustang import read_mustang
 from hpcgym.traces.pbs import read_pbs
 from hpcgym.traces.slurm import read_slurm
 from hpcgym.traces.split import split, window, window_starts
-from hpcgym.traces.swf import read_header, read_swf, write_swf
+from hpcgym.traces.swf import FIELDS, read_header, read_swf, write_swf
 
 __all__ = ["BUNDLED", "FORMATS", "ROWS", "TraceInfo", "load", "read", "read_chunks", "path_of", "split", "window",
            "window_starts", "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm",
@@ -124,7 +125,8 @@ def detect_format(path: str | Path, columns: object = None) -> str:
     ``.swf`` in the name is ``swf``, ``.sacct`` is ``slurm``, and an added format's suffix is that format
     (:mod:`hpcgym.traces.formats`). Else the first line decides: a ``sacct --parsable2`` header is ``slurm``, a PBS
     accounting record ``pbs`` (also for a directory of such files), a line an added format recognises is that
-    format. Else a CSV's header does: ``alcf``, ``mustang`` or ``csv``.
+    format, an SWF comment (``;``) or data line of 18 numbers ``swf`` (a pipe has no name to go by). Else a CSV's
+    header does: ``alcf``, ``mustang`` or ``csv``.
 
     With a column mapping, a non-SWF file is ``csv``. A CSV whose header fits no known layout raises
     :class:`~hpcgym.errors.TraceFormatError` ("unsupported layout"), which says to map its columns with ``columns=``.
@@ -163,7 +165,15 @@ def _by_first_line(path: str | Path) -> str | None:
     for fmt, module in (("slurm", slurm), ("pbs", pbs)):
         if module.looks_like(line):
             return fmt
-    return formats.detect(path, line)
+    return formats.detect(path, line) or ("swf" if _looks_like_swf(line) else None)
+
+
+def _looks_like_swf(line: bytes) -> bool:
+    """An SWF header comment (``; Key: value``) or a data line of 18 numbers (a file without ``.swf`` in its name)."""
+    if line.startswith(b";"):
+        return True
+    tokens = line.split()
+    return len(tokens) == len(FIELDS) and all(t.lstrip(b"-").replace(b".", b"", 1).isdigit() for t in tokens)
 
 
 def read(
@@ -218,12 +228,13 @@ def read(
         if not any(sep in text for sep in "/\\.") and not Path(path).suffix:
             _key(text)  # a misspelled bundled name: raises with the closest ones
         raise FileNotFoundError(errno.ENOENT, "no such trace file (nor a bundled trace name)", text)
-    fmt = format or detect_format(path, columns)
-    if Path(path).is_dir() and fmt != "pbs":
-        raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
-    if columns is not None and fmt != "csv":
-        raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
-    return _read_file(path, fmt, mach, columns, options)
+    with spooled(path) as local:  # a pipe is read once (the readers open a file more than once)
+        fmt = format or detect_format(local, columns)
+        if Path(path).is_dir() and fmt != "pbs":
+            raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
+        if columns is not None and fmt != "csv":
+            raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
+        return _read_file(local, fmt, mach, columns, options)
 
 
 def read_chunks(
@@ -244,17 +255,35 @@ def read_chunks(
     """
     mach = machines.parse(machine) if machine is not None else None
     name = _bundled(path)
-    if name is not None:
-        fmt, mach, path = BUNDLED[name].format, mach or BUNDLED[name].machine, path_of(name)
-    elif not Path(path).exists():
+    if name is None and not Path(path).exists():
         read(path)  # raises what read() says of a missing file or a misspelled name
-    else:
-        fmt = format or detect_format(path, columns)
-    if fmt != "swf" or columns is not None:
-        raise ValueError(f"{path}: only SWF traces are read in chunks, not {fmt}; convert it first "
-                         "(python -m hpcgym.traces convert)")
-    return read_swf_chunks(path, machine=mach, on_invalid=on_invalid, name=name, round=round,
-                           on_duplicate=on_duplicate, rows=rows)
+    stack = contextlib.ExitStack()  # a pipe's copy lives while the chunks are read
+    local = stack.enter_context(spooled(path_of(name) if name is not None else path))
+    with _closed_on_error(stack):
+        if name is not None:
+            fmt, mach = BUNDLED[name].format, mach or BUNDLED[name].machine
+        else:
+            fmt = format or detect_format(local, columns)
+        if fmt != "swf" or columns is not None:
+            raise ValueError(f"{path}: only SWF traces are read in chunks, not {fmt}; convert it first "
+                             "(python -m hpcgym.traces convert)")
+        chunks = read_swf_chunks(local, machine=mach, on_invalid=on_invalid, name=name, round=round,
+                                 on_duplicate=on_duplicate, rows=rows)
+    return _then_close(stack, chunks)
+
+
+@contextlib.contextmanager
+def _closed_on_error(stack: contextlib.ExitStack) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        stack.close()
+        raise
+
+
+def _then_close(stack: contextlib.ExitStack, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    with stack:
+        yield from chunks
 
 
 def _read_file(path: str | Path, fmt: str, mach: Machine | None, columns: object,

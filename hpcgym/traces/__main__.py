@@ -24,6 +24,7 @@ from hpcgym import cli, machines, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.jobs import offered_load
 from hpcgym.traces import formats
+from hpcgym.traces._io import spooled
 from hpcgym.traces.chunks import merge_counts
 from hpcgym.traces.convert import convert
 
@@ -53,7 +54,8 @@ def _lines(attrs: dict, mach: machines.Machine, n: int, span: int, load: float, 
         "machine": f"{mach.name} ({mach.nodes:,} nodes x {mach.cores_per_node} cores)",
         "jobs": n,
         "span": f"{span / 86400:.1f} days" + (f" from {pd.Timestamp(start, unit='s')} UTC" if start else ""),
-        "offered load": round(load, 3),
+        "offered load": round(load, 3) if np.isfinite(load) else
+        "n/a (one job)" if n < 2 else "n/a (every job submitted at the same second)",
         "users": users,
         "nodes (median / max)": f"{nodes[0]} / {nodes[1]}",
         "runtime median (s)": run,
@@ -159,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     conv = sub.add_parser("convert", help="write a trace (Slurm, PBS, CSV, SWF) as SWF, users and groups anonymised")
     conv.add_argument("trace", help="a path (a sacct file, a PBS log or a directory of them, a CSV, an SWF file) or a "
                       "bundled name")
-    conv.add_argument("--out", required=True, help="the SWF file to write (.swf, or .swf.gz to gzip it)")
+    conv.add_argument("--out", required=True, type=cli.out_file,
+                      help="the SWF file to write (.swf, or .swf.gz to gzip it)")
     conv.add_argument("--keep-ids", action="store_true", help="keep user and group ids as read (default: renumber "
                       "them 1, 2, ... in order of first appearance, so that the file can be shared)")
     cli.add_trace_args(conv)
@@ -188,14 +191,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _info(args: argparse.Namespace) -> dict[str, object]:
     """``info``'s figures: an SWF trace streamed in chunks (bounded memory), another format read whole."""
     options = cli.read_options(args)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), spooled(args.trace) as local:  # a pipe is read once: sniffing would eat it
         warnings.simplefilter("ignore")  # the drops are reported in the summary
-        if _is_swf(args.trace, options):
+        trace = str(local) if local.exists() else args.trace  # a bundled name stays a name
+        if _is_swf(trace, options):
             tally = Tally()
-            for chunk in traces.read_chunks(args.trace, args.rows, **options):
+            for chunk in traces.read_chunks(trace, args.rows, **options):
                 tally.add(chunk)
             return tally.summary()
-        return summary(traces.read(args.trace, compact=True, **options))
+        return summary(traces.read(trace, compact=True, **options))
 
 
 def _is_swf(trace: str, options: dict[str, object]) -> bool:

@@ -24,10 +24,15 @@ A reader (SWF, ALCF, Mustang, generic CSV, and any new one) turns its file into 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
-from collections.abc import Callable, Mapping
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from hpcgym import jobs
-from hpcgym.errors import InvalidJobError, TraceFormatError
+from hpcgym.errors import InvalidJobError, TraceFormatError, warn
 from hpcgym.io import write_bytes
 
 #: The largest submit time accepted (seconds; as a Unix time, the year 2106).
@@ -60,6 +65,33 @@ def read_bytes(path: str | Path) -> bytes:
     """Return the file's bytes, decompressed when it is gzipped (detected by magic number, not name)."""
     raw = Path(path).read_bytes()
     return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+@contextlib.contextmanager
+def spooled(path: str | Path) -> Iterator[Path]:
+    """``path`` itself, or for a pipe (``<(cat x.swf)``, a named FIFO) a temporary copy read from it once.
+
+    The readers open a file more than once (its gzip magic, its first line, then the data); a pipe gives its bytes
+    to the first reader only. The copy keeps the pipe's name, and errors raised while it is used name ``path``.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # the reader says what is wrong with it
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        yield Path(path)
+        return
+    with tempfile.TemporaryDirectory(prefix="hpcgym-pipe-") as folder:
+        copy = Path(folder) / Path(path).name
+        with open(path, "rb") as src, open(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        try:
+            yield copy
+        except (ValueError, OSError) as exc:  # name the pipe the user gave, not the copy
+            exc.args = tuple(a.replace(str(copy), str(path)) if isinstance(a, str) else a for a in exc.args)
+            if isinstance(exc, TraceFormatError):
+                exc.path = str(path)
+            raise
 
 
 def is_gzip(path: str | Path) -> bool:
@@ -535,6 +567,37 @@ def _status(values) -> pd.Categorical:
     return jobs.status_categorical(np.asarray(values, dtype=object).astype(str))
 
 
+#: The repair of a start before its submit (local times across a daylight-saving change, a mangled record).
+NEGATIVE_WAIT = "wait < 0 (start before submit) set to unknown"
+
+
+def _unknown_negative_waits(cols: dict[str, np.ndarray], repaired: dict[str, int]) -> dict[str, int]:
+    """Set waits below -1 (-1 is "unknown") to unknown, counted in ``repaired`` as every other repair is."""
+    wait = cols.get("wait")
+    if wait is None:
+        return repaired
+    wait = np.asarray(wait)
+    negative = wait < -1
+    if negative.any():
+        cols["wait"] = np.where(negative, -1, wait).astype(wait.dtype)
+        repaired[NEGATIVE_WAIT] = repaired.get(NEGATIVE_WAIT, 0) + int(negative.sum())
+    return repaired
+
+
+#: The share of jobs outliving their walltime above which a reader warns (a units mistake, not killed jobs).
+OVERRUN_SHARE = 0.5
+
+
+def _warn_overruns(path: str | Path, cols: dict[str, np.ndarray]) -> None:
+    """Warn when most jobs with a requested walltime ran longer than it (every one would be killed at it)."""
+    known = np.asarray(cols.get("walltime_known", np.ones(len(cols["run"]), bool)), bool)
+    over = int((cols["run"][known] > cols["walltime"][known]).sum())
+    if known.sum() >= 10 and over > OVERRUN_SHARE * known.sum():
+        warn(f"{path}: {over:,} of {int(known.sum()):,} jobs ran longer than their requested walltime, and a "
+             "simulation kills each at its walltime; check the units (both in seconds?), or simulate with "
+             "kill_at_walltime=False (--no-kill)")
+
+
 def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str, path: str | Path, name: str | None,
            unix_start: int, line: Callable[[int], int] | np.ndarray, header: dict | None = None,
            flags: list[Flag] | None = None, *, on_duplicate: str = "warn", compact: bool = False,
@@ -556,7 +619,8 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
             them in the one warning and in ``attrs["invalid"]``.
         on_duplicate: ``"warn"`` or ``"error"`` (:func:`duplicate_policy`).
         compact: the canonical columns only, integers as int32 where they fit (:func:`hpcgym.jobs.compact_ints`).
-        repaired: what the rounding policy changed (:attr:`Rounding.repaired`).
+        repaired: what the rounding policy changed (:attr:`Rounding.repaired`); waits below zero are set to -1
+            (unknown) and counted here too (:data:`NEGATIVE_WAIT`).
         id_field: the source field of the job ids, for the duplicate-id error.
         locate: row -> (file, line), naming the rows of the invalid-job and duplicate-id messages instead of
             ``path`` and ``line`` (for a log spread over several files: a directory of PBS logs).
@@ -565,6 +629,7 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
     """
     if isinstance(cols, pd.DataFrame):
         cols = {c: cols[c].array if c == "status" else cols[c].to_numpy() for c in cols.columns}
+    repaired = _unknown_negative_waits(cols, dict(repaired or {}))
     lines = line
     if not callable(line):
         lines = lambda row: int(line[row])  # noqa: E731
@@ -594,8 +659,9 @@ def finish(cols: dict[str, np.ndarray] | pd.DataFrame, machine, on_invalid: str,
             values = np.asarray(values, np.int64)
         out[col] = values
     cols.clear()
+    _warn_overruns(path, out)
     df = pd.DataFrame(out, copy=False)
     df.attrs.update(name=name or Path(path).name.split(".")[0], machine=machine, header=header or {},
-                    unix_start_time=int(unix_start), invalid=dropped, repaired=dict(repaired or {}),
+                    unix_start_time=int(unix_start), invalid=dropped, repaired=repaired,
                     duplicate_ids=dup, source=str(path))
     return df

@@ -25,6 +25,11 @@ import numpy as np
 
 from hpcgym.traces._io import is_gzip
 
+
+class BinaryDataError(ValueError):
+    """A stream holds NUL bytes: it is binary data, not a text trace (raised by :func:`blocks`)."""
+
+
 #: Line statuses from :func:`scan`.
 OK, FIELDS, SLOW = 0, 1, 2
 #: Bytes per block read (whole lines are carried over to the next block).
@@ -48,16 +53,20 @@ def blocks(fh, size: int | None = None) -> Iterator[memoryview]:
     buf = bytearray(size)
     tail = 0  # bytes carried over, at the buffer's start
     while True:
-        if len(buf) < tail + size:  # a line longer than a block: a bigger buffer (views of the old one live on)
-            buf = buf[:tail] + bytearray(size)
+        if len(buf) < tail + size:  # a line longer than a block: a buffer twice as big (views of the old live on)
+            buf = buf[:tail] + bytearray(max(size, tail))
         got = fh.readinto(memoryview(buf)[tail:tail + size])
         end = tail + got
         if not got:
             if tail:
                 yield memoryview(buf)[:tail]
             return
-        cut = max(buf.rfind(b"\n", 0, end), buf.rfind(b"\r", 0, end - 1)) + 1
-        if cut == 0:  # no line end yet: read on
+        start = max(tail - 1, 0)  # the carried bytes hold no line end (a CR at their end may pair with an LF)
+        cut = max(buf.rfind(b"\n", start, end), buf.rfind(b"\r", start, end - 1)) + 1
+        if cut == 0:  # no line end yet: read on, unless these are binary bytes (say so now, not after gigabytes)
+            if buf.find(0, tail, end) >= 0:
+                raise BinaryDataError(f"no line end in the first {end:,} bytes and a NUL byte among them: a binary "
+                                      "file, not a text trace (check the file name, or unpack it first)")
             tail = end
             continue
         yield memoryview(buf)[:cut]

@@ -124,6 +124,8 @@ class _Stream:
                     if self.blank:
                         self.blank = not len(block) or bytes(block[:4096]).isspace() and bytes(block).isspace()
                     yield block
+        except _scan.BinaryDataError as exc:
+            raise TraceFormatError(self.path, None, None, str(exc)) from None
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             cls = type(exc)
             kind = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
@@ -219,6 +221,11 @@ def _row_token(path: str | Path, row: int, field: int) -> tuple[int, str]:
 def _resolve_machine(machine: str | Machine | None, header: dict[str, Any], path: str | Path) -> Machine:
     if machine is not None:
         return get(machine)
+    for key in ("MaxNodes", "MaxProcs"):
+        said = header.get(key)
+        if isinstance(said, list) and len({str(v).strip() for v in said}) > 1:
+            raise TraceFormatError(path, None, key, f"the header gives {key} {len(said)} times ({', '.join(said)}); "
+                                   "keep the right line, or pass machine= (--machine)")
     try:
         return from_swf_header(header, name=Path(path).name.split(".")[0])
     except ValueError:
