@@ -72,6 +72,7 @@ def scheduling_table(test: pd.DataFrame, machine: machines.Machine, trace: str, 
     rows.append({"scheduler": f"clairvoyant ({which})", "predictor": "exact",
                  "windows": _mean_bsld(tables, machine, exact), "whole": _mean_bsld([test], machine, exact)})
     table = pd.DataFrame(rows)
+    table.insert(2, "window", length)
     for col in ("windows", "whole"):
         base, clair = table.loc[0, col], table[col].iat[-1]  # SAF on the walltimes; the clairvoyant row
         table[f"headroom_{col}"] = (base - table[col]) / (base - clair) if base > clair else np.nan

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -57,9 +58,10 @@ def learned_policies(trace: str) -> list[PriorityPolicy]:
     except FileNotFoundError:
         return []
     name = f"{predict.LEARNED_NAME}:{trace}"
+    texts = {"sjbf": "s; backfill the shortest learned prediction first (EASY++ on learned predictions)",
+             "sjf-last2": "r: the learned prediction", "saf-last2": "r * n, r: the learned prediction"}
     return [dataclasses.replace(p, name=p.name.replace("-last2", "") + "-learned", predictor=name,
-                                description=p.description.replace("the user's last 2 runtimes", "learned")
-                                .replace("mean of the user's last 2 runtimes", "learned"))
+                                description=texts.get(p.name, p.description))
             for p in PREDICTIVE]
 
 
@@ -76,8 +78,8 @@ def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: st
     cells = simulate_grid(windows, machine, [*priorities.names(), *smart], backfills, True, progress)
     notes = {}
     if smart:
-        notes.update({f"{p.name}+{b}": f"{p.description}; model {predict.get(p.predictor).source}" for p in smart
-                      for b in backfills})
+        notes.update({f"{p.name}+{b}": f"{p.description} ({p.predictor}: {Path(predict.get(p.predictor).source).name})"
+                      for p in smart for b in backfills})
     for backfill in backfills:
         for variant in ("", tuned.LEARNED_VARIANT):
             fit = tuned.find(trace, backfill, variant=variant) if trace else None

@@ -1,10 +1,11 @@
 """Simulator speed: jobs per CPU second on whole traces, and a 2,000,000-job stream on a Trinity-size machine.
 
-Usage: ``python benchmarks/sim_speed.py [--repeat 3] [--traces ...] [--predictors last2 median5] [--big-jobs 2000000]
-[--skip-big]``.
+Usage: ``python benchmarks/sim_speed.py [--repeat 3] [--traces ...] [--predictors last2 median5 learned]
+[--big-jobs 2000000] [--skip-big]``.
 
 Each row is measured with the users' walltimes and with each runtime predictor of ``--predictors``
 (:mod:`hpcgym.sim.predict`), side by side in one run, with the slowdown of the predictor against the walltimes.
+``learned`` is each trace's bundled learned model (its features and its 20 trees walked at every arrival).
 
 Every figure is the best of ``--repeat`` runs, in CPU time (``time.process_time``), after one warm-up run that
 pays numba's compilation. The big stream tiles HPC2N in time and scales its job widths to Trinity's 9,408 nodes;
@@ -64,7 +65,7 @@ def main() -> None:
     ap.add_argument("--big-jobs", type=int, default=2_000_000)
     ap.add_argument("--skip-big", action="store_true")
     ap.add_argument("--traces", nargs="+", default=["lublin-256", "sdsc-sp2", "hpc2n"])
-    ap.add_argument("--predictors", nargs="*", default=["last2", "median5"],
+    ap.add_argument("--predictors", nargs="*", default=["last2", "median5", "learned"],
                     help="runtime predictors measured next to the walltimes (none: walltimes only)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")

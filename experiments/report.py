@@ -129,7 +129,8 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
     acc = pd.concat([pd.read_csv(f / "accuracy.csv").assign(trace=f.name) for f in folders], ignore_index=True)
     sched = pd.concat([pd.read_csv(f / "scheduling.csv").assign(trace=f.name) for f in folders], ignore_index=True)
     acc = acc[["trace", "predictor", "mae_log", "under", "within_2x"]]
-    sched = sched[["trace", "scheduler", "predictor", "windows", "headroom_windows", "whole", "headroom_whole"]]
+    sched = sched[["trace", "scheduler", "predictor", "window", "windows", "headroom_windows", "whole",
+                   "headroom_whole"]]
     percent = {c: (lambda v: "-" if pd.isna(v) else f"{v:.0%}") for c in ("headroom_windows", "headroom_whole")}
     return {"predictions-accuracy": tables.markdown(acc, digits=3),
             "predictions-scheduling": tables.markdown(sched, percent, digits=2)}
