@@ -24,7 +24,7 @@ import json
 import shlex
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -212,6 +212,32 @@ def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, folds: 
     return packed, info
 
 
+def out_of_fold(train: pd.DataFrame, nodes: int, loss: str, folds: int = 5,
+                seed: int = 0) -> Callable[[int, int], predict.Predictor]:
+    """Models fitted without each of ``folds`` consecutive blocks of ``train``, for windows of its rows.
+
+    Returns ``held_out(first, end)``: the predictor of a model fitted without every block that rows
+    ``first .. end - 1`` touch (the blocks are fitted lazily, once each pair is needed).
+    """
+    x, y = training_rows(train, nodes)
+    job = np.concatenate([np.arange(len(train)), np.arange(len(train))])
+    edges = np.linspace(0, len(train), folds + 1).astype(int)
+    cache: dict[tuple[int, int], predict.Predictor] = {}
+
+    def held_out(first: int, end: int) -> predict.Predictor:
+        lo = int(np.searchsorted(edges, first, side="right") - 1)
+        hi = int(np.searchsorted(edges, end - 1, side="right") - 1)
+        if (lo, hi) not in cache:
+            keep = (job < edges[lo]) | (job >= edges[min(hi + 1, folds)])
+            packed = fit_model(x[keep], y[keep], loss, seed, 2 * MAX_ROWS)
+            held = f"out of fold: rows {edges[lo]}-{edges[min(hi + 1, folds)]} held out"
+            cache[lo, hi] = predict.Predictor(predict.LEARNED_NAME, predict.LEARNED, learned.K, model=packed,
+                                              source=held)
+        return cache[lo, hi]
+
+    return held_out
+
+
 def predictions(jobs: pd.DataFrame, nodes: int, packed: np.ndarray | None = None) -> pd.DataFrame:
     """Every job's hold time and each predictor's estimate of it at the job's arrival.
 
@@ -292,4 +318,5 @@ def ensure_quietly(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = 
 
 
 __all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "ensure", "ensure_quietly",
-           "export", "fit", "fit_model", "local_path", "predictions", "regressor", "save", "training_rows"]
+           "export", "fit", "fit_model", "local_path", "out_of_fold", "predictions", "regressor", "save",
+           "training_rows"]

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from baselines import tuned
+from baselines import learned, tuned
 from hpcgym import cli, machines, traces
 from hpcgym.sim import predict
 
@@ -43,6 +43,17 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _held_out(names: Sequence[str], train, nodes: int):
+    """For a learned predictor among ``names``: its out-of-fold models on the train split (same loss), else None."""
+    found = [n for n in names if n.lower().startswith(predict.LEARNED_NAME)]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise cli.UsageError(f"tune one learned model at a time, not {found}")
+    loss = learned.about(predict.get(found[0]).source)["loss"]
+    return learned.out_of_fold(train, nodes, loss)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line."""
     ap = parser()
@@ -61,9 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"({len(train)} jobs): lower it")
     command = "python -m baselines.tune " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     name = str(jobs.attrs.get("name") or Path(args.trace).name)
+    held_out = _held_out(args.predictors, train, nodes)
     for backfill in args.backfill:
         result = tuned.fit(train, nodes, backfill, args.predictors, args.windows, args.window, args.evaluations,
-                           args.seed, trace=name, progress=not args.quiet)
+                           args.seed, trace=name, progress=not args.quiet, held_out=held_out)
         result.command = command
         if args.out is not None and args.out.suffix == ".json":
             out = args.out

@@ -17,7 +17,9 @@ order (so the heavy-tailed bounded slowdown needs no transform), and copes with 
 kept non-negative (a job never gains priority by being bigger, longer or younger: no starvation by design), and the
 search starts at SAF. The objective is the mean bounded slowdown over 64 fixed windows of 1,024 jobs of the *train
 split* (all the history an operator has; never the test split), under the backfilling the weights are for. Each
-history predictor is tried, and the one whose weights score better on those windows is kept.
+history predictor is tried, and the one whose weights score better on those windows is kept. On the learned
+predictor (``tuned-learned``, saved as ``<trace>-<backfill>-learned.json``) each window is scheduled on a model
+fitted without that part of the split (``held_out``), not on the in-sample predictions of the trace's model.
 
 Why the whole train split and not only its last 20% (the part ``experiments.train`` holds out to select agents):
 that part is about 3,300 jobs on Theta, so its 1,024-job windows overlap heavily, and weights tuned on the rest and
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -44,7 +46,7 @@ from tqdm.auto import tqdm
 from baselines import priorities
 from hpcgym import metrics, traces
 from hpcgym.io import write_text
-from hpcgym.sim import PriorityPolicy, hold_times, run_batch
+from hpcgym.sim import Predictor, PriorityPolicy, hold_times, run_batch
 from hpcgym.sim import policy as codes
 
 #: The name under which the fitted priority is asked for (``--clone tuned``, evaluation rows).
@@ -105,19 +107,28 @@ class Fit:
 
 
 class _Windows:
-    """Fixed windows as engine columns, and the mean bsld of a policy over them."""
+    """Fixed windows as engine columns, and the mean bsld of a policy over them.
 
-    def __init__(self, jobs: pd.DataFrame, nodes: int, windows: int, length: int, seed: int):
+    ``held_out`` maps a predictor name to one predictor per window that replaces it there (a learned model fitted
+    without the window's part of the split: :func:`baselines.learned.out_of_fold`).
+    """
+
+    def __init__(self, jobs: pd.DataFrame, nodes: int, windows: int, length: int, seed: int,
+                 held_out: Callable[[int, int], Predictor] | None = None, learned_names: Sequence[str] = ()):
         self.nodes = nodes
         starts = traces.window_starts(len(jobs), length, windows, seed)
+        self.held_out = {name: [held_out(s, s + length) for s in starts] for name in learned_names} \
+            if held_out is not None else {}
         self.tables = [traces.window(jobs, length, start=s) for s in starts]
         self.columns = [(w["submit"].to_numpy(np.int64), hold_times(w), w["walltime"].to_numpy(np.int64),
                          w["nodes"].to_numpy(np.int64), w["user"].to_numpy(np.int64)) for w in self.tables]
 
     def score(self, pol: PriorityPolicy, backfill: str) -> float:
         values = []
-        for table, (submit, hold, wall, nodes, user) in zip(self.tables, self.columns, strict=True):
-            start, _ = run_batch(submit, hold, wall, nodes, pol.keys(table), self.nodes, pol, backfill, user)
+        swap = self.held_out.get(pol.predictor)
+        for i, (table, (submit, hold, wall, nodes, user)) in enumerate(zip(self.tables, self.columns, strict=True)):
+            start, _ = run_batch(submit, hold, wall, nodes, pol.keys(table), self.nodes, pol, backfill, user,
+                                 None if swap is None else swap[i])
             values.append(metrics.bounded_slowdown(start - submit, hold).mean())
         return float(np.mean(values))
 
@@ -151,7 +162,7 @@ def _search(win: _Windows, predictor: str, backfill: str, evaluations: int, seed
 
 def fit(train: pd.DataFrame, nodes: int, backfill: str = "easy", predictors: Sequence[str] = ("last2", "median5"),
         windows: int = 64, length: int = 1024, evaluations: int = 300, seed: int = 0, trace: str = "",
-        progress: bool = True) -> Fit:
+        progress: bool = True, held_out: Callable[[int, int], Predictor] | None = None) -> Fit:
     """Tune the weights on windows of the train split ``train`` (never the test split).
 
     Args:
@@ -165,11 +176,16 @@ def fit(train: pd.DataFrame, nodes: int, backfill: str = "easy", predictors: Seq
         evaluations: the CMA-ES budget per predictor (each evaluation simulates every window).
         trace: the trace's name, recorded in the fit.
         progress: show a progress bar.
+        held_out: for a learned predictor, ``held_out(first, end)`` gives the predictor to use on the window of
+            rows ``first .. end - 1`` instead: one fitted without those rows, so that the weights are tuned for
+            predictions as good as they will be on unseen jobs, not for the in-sample ones of a model fitted on the
+            whole split (:func:`baselines.learned.out_of_fold`).
     """
     length = min(length, len(train))
     if length < 2:
         raise ValueError(f"the train split has {len(train)} jobs: too few to tune on")
-    win = _Windows(train, nodes, windows, length, seed)
+    learned_names = [p for p in predictors if p.lower().startswith("learned")]
+    win = _Windows(train, nodes, windows, length, seed, held_out, learned_names)
     results = {}
     with tqdm(total=evaluations * len(predictors), desc=f"tuning ({backfill})", disable=not progress) as bar:
         for pred in predictors:

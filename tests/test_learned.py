@@ -314,3 +314,32 @@ def test_learn_and_accuracy_command_lines(tmp_path, monkeypatch, capsys):
     sched = pd.read_csv(tmp_path / "acc" / "scheduling.csv")
     assert sched["scheduler"].iat[0] == "saf@walltime" and sched["headroom_windows"].iat[0] == 0
     assert sched["headroom_windows"].iat[-1] == pytest.approx(1.0)
+
+
+def test_tuning_on_a_learned_predictor_uses_the_held_out_models_window_by_window():
+    """With ``held_out``, every tuning window is scheduled on the predictor it returns for the window's rows: one
+    that returns the clairvoyant predictor tunes exactly as tuning on ``exact`` itself does."""
+    from baselines import tuned
+
+    warnings.simplefilter("ignore")
+    train = traces.window(traces.split(traces.load("sdsc-sp2"), "train"), 3000, start=0)
+    asked = []
+
+    def held_out(first, end):
+        asked.append((first, end))
+        return predict.get("exact")
+
+    via = tuned.fit(train, 128, "easy", ["learned:nowhere"], windows=3, length=500, evaluations=12, progress=False,
+                    held_out=held_out)
+    direct = tuned.fit(train, 128, "easy", ["exact"], windows=3, length=500, evaluations=12, progress=False)
+    assert via.tuning_bsld == direct.tuning_bsld and via.weights == direct.weights
+    assert sorted(asked) == sorted((s, s + 500) for s in traces.window_starts(len(train), 500, 3, 0))
+
+
+def test_out_of_fold_models_leave_out_the_blocks_a_window_touches():
+    warnings.simplefilter("ignore")
+    train = traces.window(traces.split(traces.load("sdsc-sp2"), "train"), 2000, start=0)
+    held_out = fitting.out_of_fold(train, 128, "quantile:0.5", folds=4)
+    a, b, c = held_out(0, 400), held_out(100, 500), held_out(400, 900)  # blocks of 500 rows
+    assert a is b and a is not c
+    assert "rows 0-500 held out" in a.source and "rows 0-1000 held out" in c.source
