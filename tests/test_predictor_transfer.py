@@ -114,3 +114,36 @@ def test_prediction_rows_are_na_without_users_or_predictor(real, splits, refs):
     plain = fidelity.References(refs.train, refs.test, refs.machine, 0, refs.floor, refs.bootstrap)
     table = fidelity.make_table(plain, {"synthetic": fidelity.score(plain, splits[0])}).set_index("metric")
     assert all(math.isnan(table.at[m, "synthetic"]) and "no predictor given" in table.at[m, "note"] for m in ROWS)
+
+
+# ---- the benchmark's table -----------------------------------------------------------------------------------
+def _benchmark():
+    """``benchmarks/synth_predictor.py`` as a module (it imports its sibling ``synth_fidelity`` by name)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    where = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(where))
+    try:
+        spec = importlib.util.spec_from_file_location("synth_predictor", where / "synth_predictor.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(where))
+    return module
+
+
+def test_benchmark_summary_means_ranges_and_failures(tmp_path):
+    bench = _benchmark()
+    rows = [{"generator": "real train", "mae_log": 1.0, "under": 0.5, "within_2x": 0.5, "bsld": 3.0, "loss": "a"},
+            {"generator": "g", "sample": 0, "mae_log": 1.0, "under": 0.2, "within_2x": 0.4, "bsld": 5.0, "loss": "a"},
+            {"generator": "g", "sample": 1, "mae_log": 2.0, "under": 0.4, "within_2x": 0.2, "bsld": 7.0, "loss": "b"},
+            {"generator": "anon", "sample": 0, **dict.fromkeys(MEASURES, float("nan")), "loss": NO_USERS},
+            {"generator": "broken", "error": "RuntimeError: out of time"}]
+    table = bench.write(rows, tmp_path / "rows.csv", "t")
+    assert list(pd.read_csv(tmp_path / "rows.csv")["generator"]) == ["real train", "g", "g", "anon", "broken"]
+    lines = {line.split(" | ")[0].strip("| "): line for line in bench.summary(table).splitlines()[2:]}
+    assert "| g | 2 | 1.500 [1.000-2.000] | 0.300 [0.200-0.400] |" in lines["g"] and "| a, b |" in lines["g"]
+    assert "| anon | 1 | n/a | n/a | n/a | n/a | n/a (no user ids) |" == lines["anon"]
+    assert lines["broken"].startswith("| broken | 0 |") and "out of time" in lines["broken"]
