@@ -227,19 +227,24 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
     return text + "\n"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def fit_args(ap: argparse.ArgumentParser) -> None:
+    """The flags of what is fitted and how (shared with ``benchmarks/synth_predictor.py``)."""
     ap.add_argument("--trace", default="theta", choices=sorted(traces.BUNDLED), help="bundled trace (default theta)")
-    ap.add_argument("--models", nargs="+", default=ORDER, choices=synth.names(),
-                    help="models to run (default: all seven)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling, bootstrap and every subsample")
     ap.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the trace (quick runs)")
-    ap.add_argument("--out", type=Path, default=None, help="write the markdown table here (after every model)")
     ap.add_argument("--cache", type=Path, default=None, help="save fits here and reuse them (default: no cache)")
     ap.add_argument("--neural-fit-rows", type=int, default=0,
                     help="fit the neural models on the last N train jobs (default 0: all of them)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the neural models (default 1)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    fit_args(ap)
+    ap.add_argument("--models", nargs="+", default=ORDER, choices=synth.names(),
+                    help="models to run (default: all seven)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling, bootstrap and every subsample")
+    ap.add_argument("--out", type=Path, default=None, help="write the markdown table here (after every model)")
     ap.add_argument("--no-predictor", action="store_true",
                     help="leave the prediction rows n/a (no runtime predictor fitted on each candidate)")
     ap.add_argument("--samples", type=int, default=3,

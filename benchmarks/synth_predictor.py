@@ -1,7 +1,8 @@
 """Trained on synthetic, tested on real: the learned runtime predictor fitted on each generator's samples.
 
 Usage: ``python benchmarks/synth_predictor.py --trace theta [--generators ...] [--samples 3] [--out rows.csv]
-[--cache DIR] [--neural-fit-rows N] [--threads 1] [--length train|test] [--jobs N]``.
+[--cache DIR] [--neural-fit-rows N] [--threads 1] [--length train|test] [--jobs N]``; ``--summarize CSV...`` prints
+the summary of earlier runs' rows.
 
 The trace (a name from :data:`hpcgym.traces.BUNDLED`) is split chronologically. Each generator is fitted on the
 train split as ``benchmarks/synth_fidelity.py`` fits it (same settings, same fit cache and keys, so a fit made by one
@@ -27,7 +28,7 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
-from synth_fidelity import NEURAL, ORDER, cell, fit_table, fitted
+from synth_fidelity import NEURAL, ORDER, cell, fit_args, fit_table, fitted
 
 import synth
 from baselines.transfer import MEASURES, RULES, Target
@@ -38,6 +39,10 @@ from synth import fidelity, validity
 
 COLUMNS = ("trace", "generator", "sample", "jobs", "valid", *MEASURES, "loss", "fit_s", "model_fit_s",
            "sample_s", "score_s", "error")
+
+#: the seconds the summary shows: the generator's fit (once, or as recorded when cached), one sample's draw, the
+#: learned predictor's fit on one sample
+TIMES = ("model_fit_s", "sample_s", "fit_s")
 
 
 def reference_rows(target: Target, train: pd.DataFrame) -> list[dict]:
@@ -68,9 +73,13 @@ def generator_rows(name: str, refs: fidelity.References, target: Target, args: a
 
 
 def summary(rows: pd.DataFrame) -> str:
-    """Markdown: per generator, the mean of each measure over its samples, and its range when there are several."""
-    lines = ["| predictor fitted on | samples | " + " | ".join(MEASURES) + " | losses chosen |",
-             "|---|---:|" + "---:|" * len(MEASURES) + "---|"]
+    """Markdown: one row per generator (the references first).
+
+    Each measure's mean over the samples (its range when there are several), the losses chosen, and the mean
+    seconds of :data:`TIMES`.
+    """
+    lines = ["| predictor fitted on | samples | " + " | ".join(MEASURES) + " | losses chosen | " + " | ".join(TIMES)
+             + " |", "|---|---:|" + "---:|" * len(MEASURES) + "---|" + "---:|" * len(TIMES)]
     for name, part in rows.groupby("generator", sort=False):
         ok = part[part["error"].fillna("") == ""]
         cells = []
@@ -79,7 +88,8 @@ def summary(rows: pd.DataFrame) -> str:
             text = cell(float(v.mean())) if len(v) else "n/a"
             cells.append(text + (f" [{cell(float(v.min()))}-{cell(float(v.max()))}]" if len(v) > 1 else ""))
         losses = ", ".join(sorted(set(ok["loss"].astype(str)))) or str(part["error"].iloc[0])
-        lines.append(f"| {name} | {len(ok)} | " + " | ".join(cells) + f" | {losses} |")
+        times = [cell(float(ok[t].astype(float).mean())) if t in ok and len(ok) else "-" for t in TIMES]
+        lines.append(f"| {name} | {len(ok)} | " + " | ".join(cells) + f" | {losses} | " + " | ".join(times) + " |")
     return "\n".join(lines)
 
 
@@ -96,19 +106,16 @@ def write(rows: list[dict], out: Path | None, trace: str) -> pd.DataFrame:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trace", default="theta", choices=sorted(traces.BUNDLED), help="bundled trace (default theta)")
+    fit_args(ap)
     ap.add_argument("--generators", nargs="+", default=ORDER, choices=synth.names(),
                     help="generators to fit (default: the seven of benchmarks/synth_fidelity.py)")
     ap.add_argument("--samples", type=int, default=3, help="samples per generator, seeds SEED, SEED+1, ... (3)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the generators' fits and the first sample")
     ap.add_argument("--length", choices=("train", "test"), default="train",
                     help="jobs per sample: as many as the train split (default) or the test split")
-    ap.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the trace (quick runs)")
     ap.add_argument("--out", type=Path, default=None, help="write the rows here as CSV (after every row)")
-    ap.add_argument("--cache", type=Path, default=None, help="save fits here and reuse them (default: no cache)")
-    ap.add_argument("--neural-fit-rows", type=int, default=0,
-                    help="fit the neural models on the last N train jobs (default 0: all of them)")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads for the neural models (default 1)")
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None, metavar="CSV",
+                    help="print the summary of rows written by earlier runs (one trace each) and stop")
     ap.add_argument("--no-references", action="store_true",
                     help="leave out the real-train, last2 and walltime rows (when another run has them)")
     return ap.parse_args(argv)
@@ -117,6 +124,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark, write the rows and print the summary."""
     args = parse_args(argv)
+    if args.summarize:
+        for path in args.summarize:
+            rows = pd.read_csv(path, keep_default_na=False, na_values=[""])
+            print(f"{rows['trace'].iloc[0]} ({path}):\n\n{summary(rows)}\n")
+        return
     warnings.simplefilter("ignore")
     real = traces.load(args.trace) if args.jobs is None else head(traces.load(args.trace), args.jobs)
     machine = machines.get(real.attrs["machine"])

@@ -145,5 +145,5 @@ def test_benchmark_summary_means_ranges_and_failures(tmp_path):
     assert list(pd.read_csv(tmp_path / "rows.csv")["generator"]) == ["real train", "g", "g", "anon", "broken"]
     lines = {line.split(" | ")[0].strip("| "): line for line in bench.summary(table).splitlines()[2:]}
     assert "| g | 2 | 1.500 [1.000-2.000] | 0.300 [0.200-0.400] |" in lines["g"] and "| a, b |" in lines["g"]
-    assert "| anon | 1 | n/a | n/a | n/a | n/a | n/a (no user ids) |" == lines["anon"]
+    assert lines["anon"].startswith("| anon | 1 | n/a | n/a | n/a | n/a | n/a (no user ids) |")
     assert lines["broken"].startswith("| broken | 0 |") and "out of time" in lines["broken"]
