@@ -18,6 +18,9 @@ docstrings); all seven take about half an hour or more per trace on 2 cores.
 :func:`synth.base.fit_key`: the training table's hash, the model, its settings, the seed and its code revision) and
 reuses it on a later run, so a table can be rebuilt after one model changes without refitting the others; a fit
 saved by another code revision is fitted again.
+The prediction rows (trained on synthetic, tested on real) fit the learned runtime predictor on each candidate and
+score it on the test split (:class:`baselines.transfer.Target`: the evaluation's 20 test windows of 1,024 jobs, fewer
+and shorter on a short test split); ``--no-predictor`` leaves them n/a (a few seconds per candidate saved).
 ``--neural-fit-rows N`` fits the four neural models on the last N jobs of the train split (HPC2N's 142,010 would take
 hours each on a CPU); the fast models and the references always use all of it, and the table's header says so.
 """
@@ -36,6 +39,7 @@ import pandas as pd
 
 import synth
 import synth.base
+from baselines.transfer import Target
 from hpcgym import machines, traces
 from hpcgym.io import atomic_write
 from hpcgym.traces.split import head, tail
@@ -223,19 +227,26 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
     return text + "\n"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def fit_args(ap: argparse.ArgumentParser) -> None:
+    """The flags of what is fitted and how (shared with ``benchmarks/synth_predictor.py``)."""
     ap.add_argument("--trace", default="theta", choices=sorted(traces.BUNDLED), help="bundled trace (default theta)")
-    ap.add_argument("--models", nargs="+", default=ORDER, choices=synth.names(),
-                    help="models to run (default: all seven)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling, bootstrap and every subsample")
     ap.add_argument("--jobs", type=int, default=None, help="use only the first N jobs of the trace (quick runs)")
-    ap.add_argument("--out", type=Path, default=None, help="write the markdown table here (after every model)")
     ap.add_argument("--cache", type=Path, default=None, help="save fits here and reuse them (default: no cache)")
     ap.add_argument("--neural-fit-rows", type=int, default=0,
                     help="fit the neural models on the last N train jobs (default 0: all of them)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the neural models (default 1)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    fit_args(ap)
+    ap.add_argument("--models", nargs="+", default=ORDER, choices=synth.names(),
+                    help="models to run (default: all seven)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of fitting, sampling, bootstrap and every subsample")
+    ap.add_argument("--out", type=Path, default=None, help="write the markdown table here (after every model)")
+    ap.add_argument("--no-predictor", action="store_true",
+                    help="leave the prediction rows n/a (no runtime predictor fitted on each candidate)")
     ap.add_argument("--samples", type=int, default=3,
                     help="samples per model, seeds SEED, SEED+1, ...; the table averages them (default 3)")
     return ap.parse_args(argv)
@@ -249,7 +260,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.jobs is not None:
         real = head(real, args.jobs)
     machine = machines.get(real.attrs["machine"])
-    refs = fidelity.prepare(traces.split(real, "train"), traces.split(real, "test"), machine, args.seed)
+    train, test = traces.split(real, "train"), traces.split(real, "test")
+    predictor = None if args.no_predictor else Target(test, machine.nodes)
+    refs = fidelity.prepare(train, test, machine, args.seed, predictor=predictor)
     label = args.trace if args.jobs is None else f"{args.trace}-{args.jobs}"
     if args.cache:
         args.cache.mkdir(parents=True, exist_ok=True)

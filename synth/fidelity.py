@@ -20,7 +20,12 @@
    user's consecutive runtimes; values judged by their closeness to the test split's, n/a without user ids):
    :func:`synth.distances.history`;
 10. privacy (DCR, exact copies, reuse of user and group ids, all against train; floor: the test split's own
-    values): :mod:`synth.privacy`.
+    values): :mod:`synth.privacy`;
+11. prediction (trained on synthetic, tested on real: a runtime predictor fitted on the candidate, scored on the
+    test split; floor: the one fitted on the train split): only when :func:`prepare` is given a ``predictor``
+    (:data:`PredictorScore`; ``baselines.transfer.Target`` is the learned predictor's), n/a otherwise and for a
+    table without user ids. This package cannot import ``baselines`` (they stand on one layer,
+    ``docs/architecture.md``), so the caller hands the function in.
 
 Every metric states which direction is better (:data:`METRICS`). :func:`targets` judges a candidate against the
 generator targets (:data:`TARGETS`: privacy at least the test split's, fidelity within an allowance of the floor),
@@ -116,6 +121,10 @@ METRICS: dict[str, tuple[str, str, str, float]] = {
     "last-two predictor accuracy (history)": ("history", "= test", "the test split's", NAN),
     "user runtime lag-1 correlation (history)": ("history", "= test", "the test split's", NAN),
     "request owner share (history)": ("history", "= test", "the test split's", NAN),
+    #: a runtime predictor fitted on the candidate, scored on the test split (section 11); NaN ("n/a") when no
+    #: predictor is given or the table has no user ids
+    "predictor MAE log (fitted on it)": ("prediction", "lower", "<= floor", NAN),
+    "predictor bsld (fitted on it)": ("prediction", "lower", "<= floor", NAN),
     "DCR median": ("privacy", "higher", ">= floor", 0.0),
     "DCR 5th percentile": ("privacy", "higher", ">= floor", 0.0),
     "share DCR < test p5": ("privacy", "lower", "<= floor (~0.05)", 1.0),
@@ -140,8 +149,14 @@ TARGETS: tuple[tuple[str, str, str, float], ...] = (
     ("24 h spectral peak within the floor", "24 h spectral peak gap", "<=", 0.0),
 )
 TABLE_COLUMNS = ("metric", "section", "better", "target", "floor", "bootstrap", "synthetic", "test", "note")
-#: the pairwise sections, in report order (validity and privacy are computed apart)
+#: the pairwise sections, in report order (validity, privacy and prediction are computed apart)
 SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals", "scheduling", "history")
+#: fits a runtime predictor on a job table and scores it on the test split the caller bound it to: ``mae_log``
+#: (mean absolute error of log runtime) and ``bsld`` (SAF+EASY's mean bounded slowdown on its estimates), NaN where
+#: it cannot learn (no user ids), and ``loss`` (what was fitted, or why nothing was)
+PredictorScore = Callable[[pd.DataFrame], dict[str, Any]]
+#: the prediction rows and the keys of a :data:`PredictorScore` result they read
+PREDICTION_ROWS = {"predictor MAE log (fitted on it)": "mae_log", "predictor bsld (fitted on it)": "bsld"}
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
@@ -260,6 +275,11 @@ def _history_values(stats: dict[str, float]) -> dict[str, float]:
             "request owner share (history)": stats["request_owner_share"]}
 
 
+def _prediction_values(scored: dict[str, Any] | None) -> dict[str, float]:
+    """The prediction rows of a :data:`PredictorScore` result (none when it was not computed)."""
+    return {} if scored is None else {m: float(scored[key]) for m, key in PREDICTION_ROWS.items()}
+
+
 def _validity_values(val: dict[str, Any]) -> dict[str, float]:
     return {"invalid share (dropped or repaired)": val["invalid_share"], "dropped share": val["dropped_share"],
             "repaired share": val["repaired_share"]}
@@ -297,6 +317,7 @@ def metric_values(scored: dict[str, Any]) -> dict[str, float]:
     if not scored["sections"]:  # no valid row (or too few to score): the worst value everywhere
         return {m: worst(m) for m in METRICS}
     v = _pair_values(scored["sections"]) | _validity_values(scored["validity"]) | _privacy_values(scored["privacy"])
+    v |= _prediction_values(scored.get("prediction"))
     return {m: (v[m] if m in v and not np.isnan(v[m]) else worst(m)) for m in METRICS}
 
 
@@ -340,6 +361,7 @@ class References:
     floor: dict[str, Any] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
+    predictor: PredictorScore | None = None  #: scores section 11 (none: its rows are n/a)
 
 
 def _reader_validity(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any]:
@@ -372,12 +394,17 @@ def score(refs: References, raw: pd.DataFrame | None, bar: Any = None,
     if timing is not None:
         timing["privacy"] = timing.get("privacy", 0.0) + time.perf_counter() - started
     out = {"validity": val, "sections": sections, "privacy": priv, "clean": clean}
+    if refs.predictor is not None and sections:
+        started = time.perf_counter()
+        out["prediction"] = refs.predictor(clean)
+        if timing is not None:
+            timing["prediction"] = timing.get("prediction", 0.0) + time.perf_counter() - started
     out["values"] = metric_values(out)
     return out
 
 
 def prepare(train: pd.DataFrame, test: pd.DataFrame, machine: Machine | str | None = None, seed: int = 0,
-            bar: Any = None) -> References:
+            bar: Any = None, predictor: PredictorScore | None = None) -> References:
     """Compute the floor (train vs test) and the bootstrap baseline (a day-block bootstrap of train vs test).
 
     Args:
@@ -386,20 +413,25 @@ def prepare(train: pd.DataFrame, test: pd.DataFrame, machine: Machine | str | No
         machine: the real machine; default ``train.attrs["machine"]``.
         seed: seed of the bootstrap and of every subsample and classifier.
         bar: a tqdm bar advanced once per section.
+        predictor: fits a runtime predictor on a table and scores it on ``test`` (section 11, e.g.
+            ``baselines.transfer.Target(test, nodes)``); none: the prediction rows are n/a.
 
     Returns:
         The :class:`References`; ``floor`` and ``bootstrap`` hold ``sections``, ``validity``, ``privacy`` and
         ``values`` like :func:`score`'s result (the floor's privacy values are the test split's own).
     """
     machine = machines.get(machine if machine is not None else train.attrs["machine"])
-    refs = References(train, test, machine, seed)
+    refs = References(train, test, machine, seed, predictor=predictor)
     started = time.perf_counter()
     refs.bootstrap = score(refs, bootstrap.day_bootstrap(train, len(test), seed), bar=bar)
     refs.bootstrap["clean"].attrs["name"] = "bootstrap of train"
     floor_sections = compare(test, train, machine, seed, bar=bar)
     floor = {"sections": floor_sections, "validity": _reader_validity(train, test),
              "privacy": refs.bootstrap["privacy"]}
+    if predictor is not None:
+        floor["prediction"] = predictor(train)
     values = _pair_values(floor_sections) | _validity_values(floor["validity"])
+    values |= _prediction_values(floor.get("prediction"))
     values |= _privacy_values(floor["privacy"], side="test")
     floor["values"] = {m: float(values.get(m, np.nan)) for m in METRICS}
     floor["test_values"] = _test_values(floor_sections)
@@ -431,12 +463,22 @@ def make_table(refs: References, candidates: dict[str, dict[str, Any]]) -> pd.Da
         if section == "history":
             notes += [f"{name}: n/a (no user ids)" for name, c in candidates.items()
                       if c["sections"] and np.isnan(c["values"][m])]
+        if section == "prediction":
+            notes += [f"{name}: {_not_predicted(c)}" for name, c in candidates.items()
+                      if c["sections"] and np.isnan(c["values"][m])]
         if section == "sdmetrics":
             notes += [f"{name}: {c['sections']['sdmetrics']['status']}" for name, c in candidates.items()
                       if c["sections"] and c["sections"]["sdmetrics"]["status"] != "ok"]
         row["note"] = "; ".join(notes)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _not_predicted(scored: dict[str, Any]) -> str:
+    """Why a candidate's prediction rows are n/a."""
+    if "prediction" not in scored:
+        return "n/a (no predictor given)"
+    return str(scored["prediction"].get("loss", "n/a"))
 
 
 def pool(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -469,7 +511,7 @@ def _as_samples(synthetic: pd.DataFrame | Sequence[pd.DataFrame] | None) -> list
 
 def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | Sequence[pd.DataFrame] | None,
              out_dir: str | Path | None = None, seed: int = 0, progress: bool = False, source: str | None = None,
-             refs: References | None = None) -> dict[str, Any]:
+             refs: References | None = None, predictor: PredictorScore | None = None) -> dict[str, Any]:
     """Compute the whole fidelity report for a real trace and one or several (raw) synthetic job tables.
 
     The real trace is split chronologically (:func:`hpcgym.traces.split`): the test split (last 30%) is the
@@ -487,6 +529,7 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | Sequence[pd.Data
         source: how the synthetic trace was made, for the report's header.
         refs: references already computed by :func:`prepare` for this trace's train and test splits (to score
             several samples against one trace without recomputing the floor and the bootstrap).
+        predictor: the prediction section's scorer (see :func:`prepare`); used only when ``refs`` is not given.
 
     Returns:
         ``table`` (:data:`TABLE_COLUMNS`; the synthetic column the mean over samples),
@@ -505,7 +548,8 @@ def evaluate(real: pd.DataFrame, synthetic_jobs: pd.DataFrame | Sequence[pd.Data
     bar = tqdm(total=(len(samples) + (0 if refs else 2)) * len(SECTIONS) + (out_dir is not None),
                desc="fidelity report", disable=not progress)
     if refs is None:
-        refs = prepare(tracelib.split(real, "train"), tracelib.split(real, "test"), machine, seed, bar=bar)
+        refs = prepare(tracelib.split(real, "train"), tracelib.split(real, "test"), machine, seed, bar=bar,
+                       predictor=predictor)
     train, test = refs.train, refs.test
     timing: dict[str, float] = {}
     synth = pool([score(refs, sample, bar=bar, timing=timing) for sample in samples])

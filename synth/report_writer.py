@@ -429,6 +429,22 @@ def _privacy_section(results: dict[str, Any]) -> list[str]:
             *_table(["", "better", "test split (floor)", "bootstrap of train", "synthetic"], rows)]
 
 
+def _prediction_section(results: dict[str, Any]) -> list[str]:
+    """Section 11: a runtime predictor fitted on each table, scored on the test split (nothing when not computed)."""
+    scored = [results[side].get("prediction") for side in SIDES]
+    if all(p is None for p in scored):
+        return []
+    keys = ("mae_log", "under", "within_2x", "bsld", "loss")
+    rows = [[key, *(MISSING if p is None else p.get(key, MISSING) for p in scored)] for key in keys]
+    return ["## 10. Runtime predictor: trained on each table, tested on real", "",
+            "A runtime predictor fitted on each table as its training data, then used on the **test split**: the "
+            "mean absolute error of log runtime, the share under-predicted and the share within a factor of 2 of "
+            "its estimates, and SAF+EASY's mean bounded slowdown on them over test windows (lower is better, except "
+            "within 2x: higher). A generator whose users keep their habits trains a predictor close to the floor's; "
+            "`-` where the table has no user ids.", "",
+            *_table(["", *HEAD], rows)]
+
+
 def _timing_section(results: dict[str, Any]) -> list[str]:
     rows = [[k, v] for k, v in results["timing"].items()]
     return ["## Timing", "", "Seconds per section for the synthetic candidate; `references` is the floor and the "
@@ -446,7 +462,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     """
     parts = [_header, _summary, _targets_section, _marginals_section, _correlation_section, _sdmetrics_section,
              _c2st_section, _shape_section, _validity_section, _arrivals_section, _scheduling_section, _privacy_section,
-             _timing_section]
+             _prediction_section, _timing_section]
     return "\n".join(line for part in parts for line in part(results))
 
 

@@ -46,9 +46,11 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert any((tmp_path / "cache").iterdir())  # the fitted synthesizer is cached
     assert list((run_dir / "tb").rglob("events.out.tfevents*"))
     summary = pd.read_csv(run_dir / "eval" / "summary.csv")
-    # 3 networks; every heuristic, the tuned fit and the clairvoyant row, with and without backfilling.
+    # 3 networks; every heuristic, the tuned fit, the clairvoyant row and the three heuristics on the trace's learned
+    # predictions (lublin-256 ships a model), with and without backfilling.
     assert set(summary["kind"]) == {"agent", "untrained", "cloned", "heuristic", "clairvoyant"}
-    assert len(summary) == 3 + (len(priorities.POLICIES) + 2) * 2
+    assert len(summary) == 3 + (len(priorities.POLICIES) + 2 + 3) * 2
+    assert {"saf-learned+easy", "sjbf-learned+none"} <= set(summary["scheduler"])
     assert "test split" in (run_dir / "eval" / "summary.md").read_text()  # the table says what it measured
     curve = pd.read_csv(run_dir / "learning_curve.csv")
     assert curve["timesteps"].iat[0] == 0 and len(curve) >= 3 and (run_dir / "learning_curve.png").exists()

@@ -143,7 +143,8 @@ def test_fidelity_table_rows_and_columns():
     assert list(table.columns) == list(fidelity.TABLE_COLUMNS)
     assert list(table["metric"]) == list(fidelity.METRICS)
     assert set(table["better"]) == {"lower", "higher", "= train", "= test"}
-    history = table["section"] == "history"  # the Lublin trace and model have no user ids: n/a everywhere
+    # the Lublin trace and model have no user ids: n/a everywhere (and no predictor is given)
+    history = table["section"].isin(["history", "prediction"])
     assert table.loc[history, ["floor", "bootstrap", "synthetic", "test"]].isna().all().all()
     numeric = table.drop(index=table.index[(table["metric"] == "SDMetrics quality score") | history])
     # a 600-job test split has two 256-job windows: too few for a spread (NaN, and the worst value for a candidate)

@@ -57,7 +57,8 @@ def test_report_has_bootstrap_privacy_validity_and_directions(result):
     assert {"privacy", "validity", "scheduling", "c2st"} <= set(table["section"])
     # the floor of validity is the real reader's: SDSC-SP2 drops about 9.5% of its jobs (run <= 0)
     assert 0.05 < _values(result, "floor")["dropped share"] < 0.15
-    numeric = table[~table["section"].isin(["sdmetrics", "history"])]  # Lublin's history rows: n/a (no users)
+    # Lublin's history rows: n/a (no users); the prediction rows: n/a (no predictor given here)
+    numeric = table[~table["section"].isin(["sdmetrics", "history", "prediction"])]
     assert numeric[["floor", "bootstrap", "synthetic"]].notna().all().all()
     text = report_writer.render_markdown(result)
     for needle in ("bootstrap of train", "## 6. Validity", "## 9. Privacy", "| better |", "test split (floor)",
