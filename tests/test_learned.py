@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from simcheck import workloads
+from test_predict import assert_same
 
 from baselines import learned as fitting
 from hpcgym import jobs as jobtable
 from hpcgym import machines, traces
-from hpcgym.sim import PriorityPolicy, heuristics, learned, predict, start_times
+from hpcgym.sim import heuristics, learned, predict, start_times
 from hpcgym.sim.loop import BACKFILL_MODES, schedule
-from hpcgym.sim.policy import SJF
-from hpcgym.sim.reference import _Job, learned_features, simulate_reference
+from hpcgym.sim.reference import _Job, learned_features
 from hpcgym.sim.simulator import engine_jobs
 from hpcgym.sim.table import hold_times
 
@@ -130,15 +130,7 @@ def sk_raw(reg):
 
 
 def engine_vs_reference(df, nodes, reg, pred, policy, backfill, scan=None):
-    pol = heuristics.get(policy)
-    if scan is not None:
-        pol = PriorityPolicy("scan", pol.code, scan=SJF)
-    engine = start_times(df, nodes, pol, backfill, predictor=pred)
-    oracle = simulate_reference(df, nodes, policy, backfill, predictor="learned", scan=scan, learned=sk_raw(reg))
-    if not np.array_equal(engine, oracle):
-        bad = int(np.flatnonzero(engine != oracle)[0])
-        pytest.fail(f"{policy}/{backfill}/scan {scan}: row {bad} starts at {engine[bad]} in the engine and "
-                    f"{oracle[bad]} in the reference")
+    assert_same(df, nodes, policy, backfill, pred, scan, learned=sk_raw(reg))
 
 
 @settings(max_examples=40, deadline=None)

@@ -177,12 +177,15 @@ def test_predictors_need_kills_and_know_their_names():
 
 
 # ---- the compiled engine against the SimPy reference, with predictions ------------------------------------
-def assert_same(df, nodes, policy, backfill, predictor, scan=None):
+def assert_same(df, nodes, policy, backfill, predictor, scan=None, learned=None):
+    """The engine and the reference start every job at the same time (``learned``: the reference's model, with the
+    engine's ``predictor`` a learned one)."""
     pol = heuristics.get(policy)
     if scan is not None:
         pol = PriorityPolicy("scan", pol.code, scan=SJF)
     engine = start_times(df, nodes, pol, backfill, predictor=predictor)
-    oracle = simulate_reference(df, nodes, policy, backfill, predictor=predictor, scan=scan)
+    oracle = simulate_reference(df, nodes, policy, backfill, predictor="learned" if learned else predictor, scan=scan,
+                                learned=learned)
     if not np.array_equal(engine, oracle):
         bad = int(np.flatnonzero(engine != oracle)[0])
         pytest.fail(f"{policy}/{backfill}/{predictor}/scan {scan}: row {bad} starts at {engine[bad]} in the engine "
