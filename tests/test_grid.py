@@ -32,8 +32,9 @@ def test_the_evaluation_lists_heuristics_window_by_window():
     test, windows = _windows()
     recs = evaluate.run_heuristics(test, machines.get("lublin-256"), [0, 300, 700], 96)
     order = [(int(r["window"].iat[0]), r["scheduler"].iat[0]) for r in recs]
-    names = list(priorities.POLICIES)
-    # Every heuristic, then per backfill mode the tuned fit (lublin-256 ships one) and the clairvoyant row.
+    # Every heuristic and the three on the trace's learned predictions (lublin-256 ships a model), then per backfill
+    # mode the tuned fit (lublin-256 ships one) and the clairvoyant row.
+    names = list(priorities.POLICIES) + ["sjbf-learned", "sjf-learned", "saf-learned"]
     extra = [f"{p}+{b}" for b in ("none", "easy") for p in ("tuned", "clairvoyant")]
     assert order == [(w, s) for w in range(3) for s in [f"{p}+{b}" for p in names for b in ("none", "easy")] + extra]
     assert all((r["kind"] == ("clairvoyant" if r["scheduler"].iat[0].startswith("clairvoyant") else "heuristic")).all()

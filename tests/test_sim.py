@@ -119,8 +119,10 @@ def test_baselines_cli_smoke(tmp_path):
     for name in POLICY_NAMES:
         assert f"{name} " in text
     rec = pd.read_csv(out)
-    assert len(rec) == len(priorities.POLICIES) * 3 * 256  # every registered heuristic
-    assert set(rec["policy"]) == set(priorities.POLICIES) and set(rec["window"]) == {0, 1, 2}
+    # every registered heuristic, and the three on the trace's learned predictions (lublin-256 ships a model)
+    learned_rows = {"sjbf-learned", "sjf-learned", "saf-learned"}
+    assert len(rec) == (len(priorities.POLICIES) + len(learned_rows)) * 3 * 256
+    assert set(rec["policy"]) == set(priorities.POLICIES) | learned_rows and set(rec["window"]) == {0, 1, 2}
     out2 = tmp_path / "again.csv"
     subprocess.run(cmd[:-2] + [str(out2), "--quiet"], capture_output=True, text=True, check=True)
     assert out.read_bytes() == out2.read_bytes()  # same seed, same windows, same schedules
