@@ -335,3 +335,22 @@ def test_out_of_fold_models_leave_out_the_blocks_a_window_touches():
     a, b, c = held_out(0, 400), held_out(100, 500), held_out(400, 900)  # blocks of 500 rows
     assert a is b and a is not c
     assert "rows 0-500 held out" in a.source and "rows 0-1000 held out" in c.source
+
+
+def test_the_vector_env_steps_the_learned_predictor_as_single_envs_do():
+    import hpcgym
+
+    warnings.simplefilter("ignore")
+    kw = {"predictor": "learned", "features": "v2", "backfill": "easy"}
+    venv = hpcgym.make_vec("theta-v0", num_envs=3, **kw)
+    singles = [hpcgym.make("theta-v0", **kw) for _ in range(3)]
+    obs, _ = venv.reset(seed=0)
+    alone = [env.reset(seed=i)[0] for i, env in enumerate(singles)]
+    assert all(np.array_equal(obs[i], alone[i]) for i in range(3))
+    for _ in range(10):
+        acts = np.array([int(np.flatnonzero(m)[0]) for m in venv.unwrapped.action_masks()])
+        obs, _, done, _, _ = venv.step(acts)
+        steps = [env.step(int(a)) for env, a in zip(singles, acts, strict=True)]
+        assert all(np.array_equal(obs[i], steps[i][0]) for i in range(3) if not done[i])
+        if done.any():
+            break
