@@ -212,7 +212,8 @@ class SchedulingEnv(gym.Env):
         if features not in observation.WIDTH:
             raise ValueError(f"features must be one of {sorted(observation.WIDTH)}, not {features!r}")
         self.features = features
-        self.predictor = predict.get(predictor, trace=_trace_name(workload))
+        self.trace = _trace_name(workload)  #: the trace the workload names (a bare ``learned`` reads its model)
+        self.predictor = predict.get(predictor, trace=self.trace)
         if features == "v2" and self.predictor.code != predict.LEARNED:
             raise ValueError("features='v2' describes the learned runtime predictor's history: pass "
                              "predictor='learned' (or learned:TRACE)")
@@ -481,13 +482,6 @@ def longest_walltime(jobs: pd.DataFrame) -> float:
     return float(max(jobs["walltime"].max(), 60))
 
 
-def _reads_estimates(name: str, pred: predict.Predictor) -> bool:
-    """Whether a heuristic on predictor ``name`` reads the estimates of ``pred`` (a bare ``learned``: any model)."""
-    if name.lower() == predict.LEARNED_NAME:
-        return pred.code == predict.LEARNED
-    return predict.get(name) == pred
-
-
 def _trace_name(workload: Any) -> str | None:
     """The trace a workload argument names, for a bare ``predictor="learned"`` (its model is that trace's)."""
     if isinstance(workload, str):
@@ -520,7 +514,7 @@ def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
     sim = base.sim
     if policy.predictor == "walltime":
         estimate = sim.limit
-    elif _reads_estimates(policy.predictor, sim.predictor):
+    elif predict.get(policy.predictor, trace=base.trace) == sim.predictor:
         estimate = sim.wall
     elif predict.get(policy.predictor).clairvoyant:
         estimate = sim.hold

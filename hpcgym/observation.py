@@ -262,22 +262,21 @@ def build_v2(obs, jobs, st, inv_time):  # pragma: no cover - compiled
     _, hold, wall, nodes, _, limit, user, _ = jobs
     sc, begin, _, _, q, _, _, rs, _, _, hist, hcount, _ = st
     slots = obs.shape[0] - 1
-    now = sc[T]
     queue = q[sc[QS]:sc[QE]]
     base = N_FEATURES_V1
     visible = min(len(queue), slots)
     known = 0
     for k in range(visible):
-        x = learned.features(queue[k], now, hist, hcount, user, begin, hold, limit, nodes)
-        if x[2] > 0:
+        _, m, _, longest, shortest, _, _, same_count = learned.ring_stats(queue[k], hist, hcount, user, hold, limit)
+        if m > 0:
             known += 1
-            obs[k, base] = min((math.log1p(x[6]) - math.log1p(x[7])) * inv_time, 1.0)
-            obs[k, base + 1] = x[12] / min(x[2], learned.K)
+            obs[k, base] = min((math.log1p(longest) - math.log1p(shortest)) * inv_time, 1.0)
+            obs[k, base + 1] = same_count / m
     n = len(begin)
     live = rs[:sc[RN]]
     kept = 0
-    for m in range(len(live)):
-        j = live[m] % n
+    for i in range(len(live)):
+        j = live[i] % n
         kept += wall[j] < limit[j]
     c = slots
     obs[c, base] = kept / len(live) if len(live) > 0 else 0.0

@@ -165,21 +165,56 @@ def seconds(raw, limit):  # pragma: no cover - compiled
 
 
 @borrowing
-def _ranked_job(hist, base, first, m, r, hold):  # pragma: no cover - compiled
-    """The job among ring entries ``first .. first + m - 1`` whose hold is the ``r``-th smallest (ties: ring order)."""
+def ranked_hold(hist, base, first, m, k, hold, r):  # pragma: no cover - compiled
+    """The ``r``-th smallest (0-based) hold of the jobs at ring positions ``first .. first + m - 1``.
+
+    The ring holds ``k`` entries from ``hist[base]``; ties go by ring order; nothing is allocated. The median of
+    ``median5`` and the learned predictor's ``median5`` feature read it.
+    """
     for a in range(m):
-        ja = hist[base + (first + a) % K]
+        v = hold[hist[base + (first + a) % k]]
         below = 0
         equal_before = 0
         for b in range(m):
-            jb = hist[base + (first + b) % K]
-            if hold[jb] < hold[ja]:
+            w = hold[hist[base + (first + b) % k]]
+            if w < v:
                 below += 1
-            elif hold[jb] == hold[ja] and b < a:
+            elif w == v and b < a:
                 equal_before += 1
         if below + equal_before == r:
-            return ja
-    return hist[base + first % K]
+            return v
+    return hold[hist[base + first % k]]
+
+
+@borrowing
+def ring_stats(j, hist, hcount, user, hold, limit):  # pragma: no cover - compiled
+    """What job ``j``'s user's last ``m = min(finished, K)`` finished jobs say.
+
+    Returns (finished, m, the most recent job, longest hold, shortest hold, sum of hold / walltime oldest first, the
+    most recent job that asked for ``j``'s walltime or -1, how many did); ``m = 0`` (and -1 jobs) without a finished
+    job or a known user.
+    """
+    u = user[j]
+    count = hcount[u] if u >= 0 else 0
+    if count == 0:
+        return 0, 0, -1, 0, 0, 0.0, -1, 0
+    m = min(count, K)
+    base = u * K
+    latest = hist[base + (count - 1) % K]
+    longest = hold[latest]
+    shortest = hold[latest]
+    ratios = 0.0
+    same = -1
+    same_count = 0
+    for i in range(m):
+        g = hist[base + (count - m + i) % K]
+        longest = max(longest, hold[g])
+        shortest = min(shortest, hold[g])
+        ratios += hold[g] / limit[g]
+        if limit[g] == limit[j]:
+            same = g
+            same_count += 1
+    return count, m, latest, longest, shortest, ratios, same, same_count
 
 
 @borrowing
@@ -191,32 +226,15 @@ def features(j, t, hist, hcount, user, begin, hold, limit, nodes):  # pragma: no
     """
     nan = np.nan
     w = limit[j]
-    u = user[j]
-    count = hcount[u] if u >= 0 else 0
-    if count == 0:
+    count, m, latest, longest, shortest, ratios, same, same_count = ring_stats(j, hist, hcount, user, hold, limit)
+    if m == 0:
         return (float(w), float(nodes[j]), 0.0, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0.0, nan)
-    m = min(count, K)
-    base = u * K
-    first = count - m  # the oldest of the last m, as a ring position
-    latest = hist[base + (count - 1) % K]
+    base = user[j] * K
     h = hold[latest]
     last2 = float(h) if m == 1 else (hold[hist[base + (count - 2) % K]] + h) / 2.0
     m5 = min(m, 5)
-    lo = hold[_ranked_job(hist, base, count - m5, m5, (m5 - 1) // 2, hold)]
-    hi = hold[_ranked_job(hist, base, count - m5, m5, m5 // 2, hold)]
-    longest = h
-    shortest = h
-    ratios = 0.0
-    same = -1
-    same_count = 0
-    for i in range(m):
-        g = hist[base + (first + i) % K]
-        longest = max(longest, hold[g])
-        shortest = min(shortest, hold[g])
-        ratios += hold[g] / limit[g]
-        if limit[g] == w:
-            same = g
-            same_count += 1
+    lo = ranked_hold(hist, base, count - m5, m5, K, hold, (m5 - 1) // 2)
+    hi = ranked_hold(hist, base, count - m5, m5, K, hold, m5 // 2)
     ratio = h / limit[latest]
     return (float(w), float(nodes[j]), float(count), float(h), last2, (lo + hi) / 2.0, float(longest),
             float(shortest), ratio, ratios / m, ratio * w, float(hold[same]) if same >= 0 else nan,
@@ -263,4 +281,4 @@ def estimate(j, t, model, hist, hcount, user, begin, hold, limit, nodes):  # pra
 
 
 __all__ = ["EMPTY", "FEATURES", "FORMAT", "K", "N_FEATURES", "check_model", "estimate", "features", "pack",
-           "raw_value", "replay", "seconds"]
+           "ranked_hold", "raw_value", "replay", "ring_stats", "seconds"]

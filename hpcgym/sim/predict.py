@@ -198,24 +198,6 @@ def remember(j, sc, hist, hcount, user):  # pragma: no cover - compiled
 
 
 @borrowing
-def _ranked(hist, base, m, hold, r):  # pragma: no cover - compiled
-    """The ``r``-th smallest (0-based) hold time of the jobs ``hist[base:base + m]``, without allocating."""
-    for a in range(m):
-        v = hold[hist[base + a]]
-        below = 0
-        equal_before = 0
-        for b in range(m):
-            w = hold[hist[base + b]]
-            if w < v:
-                below += 1
-            elif w == v and b < a:
-                equal_before += 1
-        if below + equal_before == r:
-            return v
-    return hold[hist[base]]
-
-
-@borrowing
 def predict(j, t, sc, hist, hcount, user, hold, limit, nodes, begin, model):  # pragma: no cover - compiled
     """The estimate of job ``j`` at its arrival ``t``, from its user's finished jobs (see the module docstring)."""
     code = sc[PRED]
@@ -235,8 +217,8 @@ def predict(j, t, sc, hist, hcount, user, hold, limit, nodes, begin, model):  # 
             total += hold[hist[base + i]]
         guess = -(-total // m)  # ceil in integers
     else:
-        lo = _ranked(hist, base, m, hold, (m - 1) // 2)
-        hi = _ranked(hist, base, m, hold, m // 2)
+        lo = learned.ranked_hold(hist, base, 0, m, k, hold, (m - 1) // 2)
+        hi = learned.ranked_hold(hist, base, 0, m, k, hold, m // 2)
         guess = -(-(lo + hi) // 2)
     return max(1, min(limit[j], guess))
 
