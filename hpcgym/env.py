@@ -22,6 +22,7 @@ from hpcgym.sim import PriorityPolicy, Simulator, actions, heuristics, predict
 from hpcgym.sim.loop import Backfill
 from hpcgym.sim.policy import priority
 from hpcgym.sim.simulator import FCFS_ORDER, Buffers
+from hpcgym.sim.state import QE, QS, T
 from hpcgym.workload import EpisodeSource, Window
 from hpcgym.workload import factory as workload_factory
 
@@ -387,11 +388,13 @@ class SchedulingEnv(gym.Env):
 
     def step_info(self, result: rewards.EpisodeResult | None = None) -> dict[str, Any]:
         """The ``info`` of a step or reset (see the class docstring); ``result``: the episode's, at its end."""
-        ended = np.bool_(result is not None)
-        # numpy scalars, not Python ints: clients that turn infos into tensors (TorchRL) need a dtype
-        info: dict[str, Any] = {"time": np.int64(self.sim.now), "waiting": np.int64(len(self.sim.queue)),
-                                "decisions": np.int64(self.sim.decisions), "window_done": ended, "done": ended,
-                                "invalid_actions": np.int64(self.invalid_actions), "action_mask": self._mask.copy()}
+        ended = _TRUE if result is not None else _FALSE
+        # numpy scalars, not Python ints: clients that turn infos into tensors (TorchRL) need a dtype. The time and
+        # the queue length are read from the engine's int64 scalars as they are (a conversion costs a step ~0.2 us).
+        sc = self.sim.state.sc
+        info: dict[str, Any] = {"time": sc[T], "waiting": sc[QE] - sc[QS], "decisions": np.int64(self.sim.decisions),
+                                "window_done": ended, "done": ended, "invalid_actions": np.int64(self.invalid_actions),
+                                "action_mask": self._mask.copy()}
         if result is not None:
             info.update(episode_info(result, self._window.start_row))
         return info
@@ -420,6 +423,7 @@ class SchedulingEnv(gym.Env):
 
 
 #: ``"package.module:attribute"``: a workload or policy to import (a path with a colon is read as a file).
+_TRUE, _FALSE = np.bool_(True), np.bool_(False)
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
