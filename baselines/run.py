@@ -30,7 +30,7 @@ from baselines.grid import Cell, simulate_grid
 from hpcgym import cli, machines, metrics, traces
 from hpcgym.errors import EmptyTraceError
 from hpcgym.io import write_table
-from hpcgym.sim import BACKFILL_MODES
+from hpcgym.sim import BACKFILL_MODES, PriorityPolicy
 
 BACKFILLS = ["none", "easy", "conservative", "rlscheduler"]
 
@@ -83,6 +83,20 @@ def format_table(table: pd.DataFrame) -> str:
     return out.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
+def grid_cells(args: argparse.Namespace, windows: Sequence[pd.DataFrame], machine: machines.Machine,
+               policies: Sequence[str | PriorityPolicy], backfills: Sequence[str], trace: str) -> list[Cell]:
+    """Every policy x backfill mode on the windows; the one ``--policy`` names is resolved per backfilling.
+
+    With ``--policy NAME`` the name goes through :func:`hpcgym.sim.heuristics.resolve` for ``trace`` and each
+    backfill mode, as in the environments and the evaluation (``tuned`` is one fit per backfilling).
+    """
+    keep = args.out is not None  # a records table per cell adds about 150 B/job
+    if args.policy == "all":
+        return simulate_grid(windows, machine, policies, backfills, not args.no_kill, not args.quiet, keep)
+    return [cell for b in backfills for cell in simulate_grid(
+        windows, machine, [priorities.resolve(args.policy, trace, b)], [b], not args.no_kill, False, keep)]
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     ap = cli.ArgumentParser(prog="python -m baselines.run", description=__doc__,
@@ -90,7 +104,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--trace", default="sdsc-sp2", help="bundled trace name or a trace file (default: sdsc-sp2)")
     cli.add_trace_args(ap)
     ap.add_argument("--policy", default="all", help=f"a heuristic, one of {priorities.names()} (with those of "
-                    "installed packages: docs/extend.md), or 'all' (default)")
+                    "installed packages: docs/extend.md), 'tuned' (the fit for the trace and backfilling), "
+                    "tuned:FIT.json, NAME@PREDICTOR (saf@last2), or 'all' (default)")
     ap.add_argument("--backfill", default="all", help=f"one of {BACKFILLS} or 'all' (default)")
     ap.add_argument("--split", default="all", choices=["train", "test", "all"],
                     help="chronological 70/30 part of the trace to use (default: all)")
@@ -103,10 +118,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     "the row column is the job's row in the trace (its split), unique even where job ids repeat")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
-    if args.policy != "all":
-        priorities.get(args.policy)
     if args.backfill != "all" and args.backfill not in BACKFILL_MODES:
         ap.error(f"--backfill must be one of {BACKFILLS} or 'all'")
+    if args.policy != "all":  # refused before the trace is read (a tuned fit is per backfilling)
+        for backfill in BACKFILLS if args.backfill == "all" else [args.backfill]:
+            priorities.resolve(args.policy, args.trace, backfill)
     if args.no_kill and args.backfill == "conservative":  # nothing would be left to run (it crashed on an empty table)
         ap.error("--backfill conservative needs walltime kills: drop --no-kill, or pick another --backfill")
     return args
@@ -130,17 +146,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise ValueError(f"the {args.split} split of {args.trace} has no jobs ({total} in all); use --split all")
     windows = draw_windows(jobs, args.window, args.windows, args.seed)
     policies: list = priorities.names() if args.policy == "all" else [args.policy]
+    trace = str(full.attrs.get("name") or Path(args.trace).name)
     if args.policy == "all" and not args.no_kill:  # the heuristics on the trace's learned predictions too
-        name = str(full.attrs.get("name") or Path(args.trace).name)
-        if learned.ensure_quietly(name, full, machine.nodes, progress=not args.quiet):
-            policies += references.learned_policies(name)
+        if learned.ensure_quietly(trace, full, machine.nodes, progress=not args.quiet):
+            policies += references.learned_policies(trace)
     backfills = BACKFILLS if args.backfill == "all" else [args.backfill]
     no_cons = args.no_kill and "conservative" in backfills
     if no_cons:
         backfills = [b for b in backfills if b != "conservative"]
         print("note: conservative backfilling needs walltime kills; skipped with --no-kill")
-    cells = simulate_grid(windows, machine, policies, backfills, not args.no_kill, progress=not args.quiet,
-                          keep_records=args.out is not None)  # a records table per cell adds about 150 B/job
+    cells = grid_cells(args, windows, machine, policies, backfills, trace)
     table = summary_table(cells)
     scope = f"{len(windows)} windows of {args.window} jobs (seed {args.seed})" if args.window else "whole trace"
     print(f"{jobs.attrs.get('name', args.trace)} [{args.split}] on {machine.name} ({machine.nodes} nodes), {scope}")

@@ -43,10 +43,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from baselines import priorities
 from hpcgym import metrics, traces
 from hpcgym.io import write_text
-from hpcgym.sim import Predictor, PriorityPolicy, hold_times, run_batch
+from hpcgym.sim import Predictor, PriorityPolicy, heuristics, hold_times, run_batch
 from hpcgym.sim import policy as codes
 
 #: The name under which the fitted priority is asked for (``--clone tuned``, evaluation rows).
@@ -218,25 +217,46 @@ def load(path: str | Path) -> Fit:
     return result
 
 
-def named(name: str, trace: str, backfill: str) -> PriorityPolicy:
-    """A heuristic by name (:mod:`baselines.priorities`), where ``tuned`` is the fit for ``trace`` and ``backfill``.
+def family(argument: str, trace: str | None, backfill: str, variant: str = "") -> PriorityPolicy:
+    """``tuned`` as a heuristic family of :func:`hpcgym.sim.heuristics.resolve`.
+
+    ``tuned:FIT.json`` is that fit, a bare ``tuned`` the fit for ``trace`` and ``backfill`` (:func:`find`).
 
     Raises:
-        ValueError: ``tuned`` is asked for and the trace has no fit for that backfilling.
-        hpcgym.errors.UnknownNameError: no heuristic has that name.
+        ValueError: the file is no fit, or the trace has no fit for that backfilling (the message says how to make
+            one).
     """
-    key = name.lower()
-    if key not in (TUNED, TUNED + LEARNED_VARIANT):
-        return priorities.get(name)
-    variant = key[len(TUNED):]
+    name = TUNED + variant
+    if argument:
+        return load(argument).policy(name)
+    if not trace:
+        raise ValueError(f"{name} is fitted per trace and backfilling: give the trace (trace=...), or name a fit "
+                         f"file as {name}:FIT.json")
     found = find(trace, backfill, variant=variant)
     if found is None:
         make = f"python -m baselines.tune --trace {trace} --backfill {backfill}"
         if variant:
             make += f" --predictors learned:{Path(trace).name} --out tuned/{file_name(trace, backfill, variant)}"
-        raise ValueError(f"no {key} fit for {Path(trace).name} with backfill {backfill!r} in ./{LOCAL}/ or "
+        raise ValueError(f"no {name} fit for {Path(trace).name} with backfill {backfill!r} in ./{LOCAL}/ or "
                          f"{BUNDLED}: make one with {make}")
-    return found.policy(key)
+    return found.policy(name)
+
+
+def learned_family(argument: str, trace: str | None, backfill: str) -> PriorityPolicy:
+    """``tuned-learned``: :func:`family` for the fits tuned on the trace's learned runtime model."""
+    return family(argument, trace, backfill, LEARNED_VARIANT)
+
+
+def named(name: str, trace: str, backfill: str) -> PriorityPolicy:
+    """Deprecated: :func:`hpcgym.sim.heuristics.resolve` (``resolve(name, trace, backfill)``) does this and more.
+
+    A heuristic by name, where ``tuned`` is the fit for ``trace`` and ``backfill``.
+
+    Raises:
+        ValueError: ``tuned`` is asked for and the trace has no fit for that backfilling.
+        hpcgym.errors.UnknownNameError: no heuristic has that name.
+    """
+    return heuristics.resolve(name, trace, backfill)
 
 
 def weights_of(pol: PriorityPolicy) -> tuple[float, float, float, float]:
@@ -272,3 +292,9 @@ def find(trace: str, backfill: str, search: Sequence[Path] = (LOCAL, BUNDLED), v
         if path.exists():
             return load(path)
     return None
+
+
+# ``tuned`` for every resolver of this process; other processes find it through the ``hpcgym.heuristic_families``
+# entry points of pyproject.toml (an environment given ``baseline="tuned"`` without importing baselines).
+heuristics.register_family(TUNED, family, "FIT.json")
+heuristics.register_family(TUNED + LEARNED_VARIANT, learned_family, "FIT.json")

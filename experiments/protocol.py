@@ -12,8 +12,9 @@ in training, validation and evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ import pandas as pd
 from experiments.arguments import TraceArgs
 from hpcgym import cli
 from hpcgym.errors import EmptyTraceError
+from hpcgym.sim.policy import PriorityPolicy
 
 #: the scheduler every results table compares with (win rates, shares of improvement, the seeds' check)
 BASELINE_HEURISTIC = ("fcfs", "easy")
@@ -141,46 +143,73 @@ def tuned_flag(value: str) -> str:
     return TUNED_ON_WORKLOAD if made else value
 
 
-def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
-    """The heuristic ``name`` for a run's ``settings``.
+def resolve_heuristic(name: str, *, trace: str, backfill: str = "none", tuned_fit: str = "") -> PriorityPolicy:
+    """The heuristic ``name`` of a run on ``trace`` with ``backfill`` whose ``--tuned`` is ``tuned_fit``.
 
-    ``tuned`` is the fit file of the run's ``--tuned`` when it names one, else the fit for its trace and backfilling.
-    Before a ``--tuned workload`` run has fitted its own (its flags' checks), the trace's fit stands in: the same
-    family of priorities, so the same checks pass. ``NAME@PREDICTOR`` is that heuristic on another predictor's
-    estimates (``tuned@exact``: ``tuned``'s weights on the jobs' own runtimes, a clairvoyant teacher).
+    Any spelling of :func:`hpcgym.sim.heuristics.resolve` (``saf``, ``saf@last2``, ``tuned:FIT.json``). A bare
+    ``tuned`` is the fit file ``tuned_fit`` when it names one, else the fit for the trace and backfilling: before a
+    ``--tuned workload`` run has fitted its own (its flags' checks), the trace's fit stands in, of the same family of
+    priorities, so the same checks pass. ``NAME@PREDICTOR`` is that heuristic on another predictor's estimates
+    (``tuned@exact``: ``tuned``'s weights on the jobs' own runtimes, a clairvoyant teacher).
     """
-    from baselines import tuned
+    from baselines import priorities, tuned
+
+    base, at, predictor = name.partition("@")
+    if tuned_fit and tuned_fit != TUNED_ON_WORKLOAD and base.lower() == tuned.TUNED:
+        base = f"{tuned.TUNED}:{tuned_fit}"
+    return priorities.resolve(base + at + predictor, trace, backfill)
+
+
+def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
+    """Deprecated: :func:`resolve_heuristic` with a run's ``trace``, ``backfill`` and ``tuned`` settings."""
+    warnings.warn("experiments.protocol.heuristic(name, settings) is deprecated: call resolve_heuristic(name, "
+                  "trace=..., backfill=..., tuned_fit=...)", DeprecationWarning, stacklevel=2)
+    return resolve_heuristic(name, **heuristic_context(settings))
+
+
+def heuristic_context(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The keywords of :func:`resolve_heuristic` that a run's saved settings (``args.json``) hold."""
+    return {"trace": settings.get("trace", ""), "backfill": settings.get("backfill", "none"),
+            "tuned_fit": settings.get("tuned", "")}
+
+
+def environment_predictor(predictor: str, imitated: Iterable[PriorityPolicy]) -> str:
+    """The runtime predictor of a run's environment: ``predictor`` when given, else that of the heuristics it imitates.
+
+    ``imitated`` are, in order, the heuristics the agent starts from or is ordered by (:func:`imitated`); the first
+    on a predictor that is not clairvoyant gives it, and none gives ``walltime``. A clone or prior of a heuristic on
+    predictions must see the predictions it reads; a clairvoyant teacher (``tuned@exact``) is passed over: an agent
+    never sees the jobs' own runtimes.
+    """
     from hpcgym.sim import predict
 
-    name, _, predictor = name.partition("@")
-    fit = settings.get("tuned", "")
-    if fit and fit != TUNED_ON_WORKLOAD and name.lower() == tuned.TUNED:
-        pol = tuned.load(fit).policy()
-    else:
-        pol = tuned.named(name, settings.get("trace", ""), settings.get("backfill", "none"))
-    if not predictor:
-        return pol
-    return replace(pol, name=f"{pol.name}@{predict.get(predictor).name}", predictor=predictor)
+    if predictor:
+        return predictor
+    for pol in imitated:
+        if pol.predictor and not predict.get(pol.predictor).clairvoyant:
+            return pol.predictor
+    return "walltime"
+
+
+def imitated(prior: str, clone: str, order: str, backfill: str, **context: str) -> Iterator[PriorityPolicy]:
+    """The heuristics a run imitates, in the order that decides its predictor.
+
+    ``--prior``, ``--clone``, then the backfill scan order (only with backfilling), each resolved only when reached
+    (the first on predictions decides). ``context``: the other keywords of :func:`resolve_heuristic`.
+    """
+    order = order if backfill != "none" else ""
+    return (resolve_heuristic(name, backfill=backfill, **context) for name in (prior, clone, order) if name)
 
 
 def predictor_of(settings: Mapping[str, Any]) -> str:
-    """The runtime predictor a run's environment uses: ``--predictor``, else that of the heuristic it imitates.
+    """The runtime predictor a run's environment uses, from its saved settings (:func:`environment_predictor`).
 
-    That heuristic is ``--prior``'s, else ``--clone``'s, else the backfill scan order's; a heuristic on the
-    walltimes (and a run saved before predictors) gives ``walltime``. A clone or prior of a heuristic on
-    predictions must see the predictions it reads (with both, ``--clone`` is the teacher of the prior's correction).
-    A clairvoyant teacher (``--clone tuned@exact``) is passed over: an agent never sees the jobs' own runtimes.
+    A run saved before predictors (no ``predictor`` setting) and on the walltimes gives ``walltime``.
     """
-    from hpcgym.sim import predict
-
-    if settings.get("predictor"):
-        return settings["predictor"]
-    order = settings.get("order") if settings.get("backfill", "none") != "none" else ""
-    for name in (settings.get("prior"), settings.get("clone"), order):
-        predictor = heuristic(name, settings).predictor if name else ""
-        if predictor and not predict.get(predictor).clairvoyant:
-            return predictor
-    return "walltime"
+    context = heuristic_context(settings)
+    found = imitated(settings.get("prior") or "", settings.get("clone") or "", settings.get("order") or "",
+                     context.pop("backfill"), **context)
+    return environment_predictor(settings.get("predictor") or "", found)
 
 
 def agent_env(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,6 +222,7 @@ def agent_env(settings: Mapping[str, Any]) -> dict[str, Any]:
     order = settings.get("order") if backfill != "none" else None
     action = settings.get("action", "pick")
     return {"backfill": backfill, "slots": settings.get("slots", 128),
-            "order": heuristic(order, settings) if order else None, "predictor": predictor_of(settings),
+            "order": resolve_heuristic(order, **heuristic_context(settings)) if order else None,
+            "predictor": predictor_of(settings),
             "features": settings.get("features", "v0"), "action": action,
             **({"hold_limit": settings.get("hold_limit", 3600)} if action == "hold" else {})}

@@ -32,14 +32,19 @@ MAX_REDRAWS = 100
 SCALE_SAMPLE_JOBS = 1024
 
 
-def resolve(spec: Any) -> Any:
-    """Resolve a ``"module:attribute"`` string lazily; a bare name is a heuristic (:mod:`hpcgym.sim.heuristics`)."""
+def resolve(spec: Any, trace: str | None = None, backfill: str = "none") -> Any:
+    """An object given by name: a ``"module:attribute"`` string is imported lazily, any other name is a heuristic.
+
+    A heuristic's name is read by :func:`hpcgym.sim.heuristics.resolve`, the one resolver of the CLIs and the
+    evaluation too, for a run on ``trace`` with ``backfill`` (``"tuned"``: the fit for them; ``"saf@last2"``; a
+    family's ``"tuned:FIT.json"``, although it looks like a module's attribute). Objects pass through.
+    """
     if not isinstance(spec, str):
         return spec
-    if ":" in spec:
-        module, _, attr = spec.partition(":")
+    module, _, attr = spec.partition(":")
+    if _MODULE_SPEC.fullmatch(spec) and not heuristics.is_family(module):
         return getattr(importlib.import_module(module), attr)
-    return heuristics.get(spec)
+    return heuristics.resolve(spec, trace, backfill)
 
 
 class SchedulingEnv(gym.Env):
@@ -226,11 +231,11 @@ class SchedulingEnv(gym.Env):
         self.window, self.slots, self.split, self.objective = int(window), int(slots), split, objective
         self.backfill, self.kill_at_walltime, self.render_mode = backfill, kill_at_walltime, render_mode
         self.reward_kind = reward
-        self.order: PriorityPolicy = FCFS_ORDER if order is None else resolve(order)
-        self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline)
+        self.order: PriorityPolicy = FCFS_ORDER if order is None else resolve(order, self.trace, backfill)
+        self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline, self.trace, backfill)
         if isinstance(compare_with, (str, PriorityPolicy)):  # one heuristic, not a sequence of letters
             compare_with = (compare_with,)
-        self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p) for p in compare_with)
+        self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p, self.trace, backfill) for p in compare_with)
         self.action, self.hold_limit = action, int(hold_limit) if action == "hold" else 0
         self.source = self._workload(workload, split, train_fraction)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.WIDTH[features]),

@@ -5,6 +5,9 @@ every CLI, environment and table sees it without an import (``docs/extend.md`` w
 
 - ``hpcgym.heuristics``: a :class:`~hpcgym.sim.policy.PriorityPolicy`, or a function that returns one
   (:mod:`hpcgym.sim.heuristics`);
+- ``hpcgym.heuristic_families``: a function ``(argument, trace, backfill) -> PriorityPolicy`` for the heuristics
+  that depend on where they run, named ``FAMILY`` or ``FAMILY:ARGUMENT`` (``baselines`` provides ``tuned``;
+  :func:`hpcgym.sim.heuristics.resolve`);
 - ``hpcgym.readers``: a :class:`~hpcgym.traces.formats.TraceFormat`, or a reader function
   (:mod:`hpcgym.traces.formats`);
 - ``hpcgym.workloads``: a factory ``(machine, train) -> workload`` for ``workload=NAME`` (:mod:`hpcgym.workload`);
@@ -23,7 +26,8 @@ from typing import Any
 
 from hpcgym.errors import warn
 
-GROUPS = ("hpcgym.heuristics", "hpcgym.readers", "hpcgym.workloads", "hpcgym.synthesizers")
+GROUPS = ("hpcgym.heuristics", "hpcgym.heuristic_families", "hpcgym.readers", "hpcgym.workloads",
+          "hpcgym.synthesizers")
 
 
 def points(group: str) -> list[EntryPoint]:

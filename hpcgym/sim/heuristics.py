@@ -11,18 +11,36 @@ Three more read the log's history: their ``r`` is a runtime prediction from the 
 ``sjbf`` keeps the queue in FCFS order and scans EASY's backfill candidates shortest-predicted first: with EASY it is
 their EASY++. ``sjf-last2`` and ``saf-last2`` are SJF and SAF on the predictions.
 
+:func:`resolve` is the one function that turns what a user types into a policy, for the environments, the CLIs and
+the evaluation alike. Its spellings:
+
+- ``NAME``: a heuristic registered here (``saf``, ``wfp3``, an installed package's);
+- ``FAMILY`` or ``FAMILY:ARGUMENT``: a heuristic that depends on where it runs, built by a *family* that another
+  package registers (:func:`register_family`, or the ``hpcgym.heuristic_families`` entry points). ``baselines``
+  provides ``tuned`` (the weights fitted for the trace and backfilling), ``tuned-learned`` and ``tuned:FIT.json``
+  (a fit file); a family gets the argument, the trace and the backfilling;
+- ``package.module:attribute``: a :class:`PriorityPolicy` (or a function returning one) imported from a module;
+- ``SPEC@PREDICTOR``: any of the above on another runtime predictor's estimates (``saf@last2``, ``tuned@exact``,
+  ``sjf@learned:theta``; :func:`hpcgym.sim.predict.get` reads the predictor's name).
+
 >>> get("SAF").description
 'r * n (smallest area first)'
+>>> resolve("saf@median5").predictor
+'median5'
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import re
+from collections.abc import Callable
 from typing import Any
 
 from hpcgym import plugins
 from hpcgym.errors import UnknownNameError
 from hpcgym.sim import policy as codes
+from hpcgym.sim import predict
 from hpcgym.sim.policy import PriorityPolicy
 
 FCFS = PriorityPolicy("fcfs", codes.FCFS, description="s")
@@ -100,3 +118,127 @@ def get(name: str | PriorityPolicy) -> PriorityPolicy:
                                hint="Add your own with hpcgym.sim.heuristics.register or the hpcgym.heuristics entry "
                                     "points (docs/extend.md).")
     return POLICIES[key]
+
+
+# ---- the resolver: every spelling of a heuristic -------------------------------------------------------------
+#: A family of heuristics: ``family(argument, trace, backfill)`` gives the policy that ``FAMILY:argument`` (``""``
+#: for a bare ``FAMILY``) names on ``trace`` (its name or path; None when unknown) with ``backfill``.
+Family = Callable[[str, "str | None", str], PriorityPolicy]
+#: The entry-point group of installed packages' families (``baselines`` declares ``tuned`` there).
+FAMILY_ENTRY_POINTS = "hpcgym.heuristic_families"
+#: family name -> family (registered, or loaded from the entry points on first use).
+FAMILIES: dict[str, Family] = {}
+#: What a family's argument looks like in messages (``tuned`` -> ``FIT.json``).
+FAMILY_ARGUMENTS: dict[str, str] = {}
+_families_loaded = False
+_MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def register_family(name: str, family: Family, argument: str = "") -> Family:
+    """Make ``name`` and ``name:ARGUMENT`` resolve through ``family(argument, trace, backfill)`` in this process.
+
+    ``argument`` describes the argument for messages (``"FIT.json"``); empty when the family takes none. To add one
+    to every process, declare it in the ``hpcgym.heuristic_families`` entry points of a package.
+    """
+    if not callable(family):
+        raise TypeError(f"register_family takes a function (argument, trace, backfill) -> PriorityPolicy, not "
+                        f"{type(family).__name__}")
+    FAMILIES[name.lower()] = family
+    if argument:
+        FAMILY_ARGUMENTS[name.lower()] = argument
+    return family
+
+
+def _load_families() -> None:
+    """Register the installed packages' families (once per process; a name registered already is kept)."""
+    global _families_loaded
+    if _families_loaded:
+        return
+    _families_loaded = True
+    for name, family in plugins.load(FAMILY_ENTRY_POINTS, _callable).items():
+        FAMILIES.setdefault(name.lower(), family)
+
+
+def is_family(name: str) -> bool:
+    """Whether ``name`` is a family's (registered or installed), so that ``name:ARGUMENT`` is its heuristic."""
+    if name.lower() not in FAMILIES:
+        _load_families()
+    return name.lower() in FAMILIES
+
+
+def _callable(name: str, obj: Any) -> Any:
+    if not callable(obj):
+        raise TypeError(f"expected a function (argument, trace, backfill) -> PriorityPolicy, got {type(obj).__name__}")
+    return obj
+
+
+def spellings() -> list[str]:
+    """What :func:`resolve` accepts besides ``@PREDICTOR``: every name, then each family and its argument."""
+    _load_families()
+    families = [f"{n}:{FAMILY_ARGUMENTS[n]}" if n in FAMILY_ARGUMENTS else n for n in FAMILIES]
+    extra = [n for n in FAMILIES if n in FAMILY_ARGUMENTS]  # a family with an argument is also used bare
+    return [*names(), *extra, *families, "module:ATTRIBUTE"]
+
+
+def resolve(spec: str | PriorityPolicy, trace: str | None = None, backfill: str = "none") -> PriorityPolicy:
+    """The heuristic that ``spec`` names, for a run on ``trace`` with ``backfill`` (spellings: module docstring).
+
+    A policy object passes through. Names are case-insensitive; a family's argument (a file) is kept as typed.
+
+    Raises:
+        UnknownNameError: no heuristic, family or predictor has that name (the message lists the known ones).
+        ValueError: a family cannot build its heuristic here (e.g. ``tuned`` for a trace without a fit).
+    """
+    if isinstance(spec, PriorityPolicy):
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"a heuristic is a name or a PriorityPolicy, not {type(spec).__name__}")
+    base, at, predictor = spec.partition("@")
+    found = _named(base.strip(), trace, backfill)
+    return on_predictor(found, predictor, trace) if at else found
+
+
+def on_predictor(pol: PriorityPolicy, predictor: str, trace: str | None = None) -> PriorityPolicy:
+    """``pol`` on ``predictor``'s estimates, named ``NAME@PREDICTOR`` (a bare ``learned``: ``trace``'s model)."""
+    if not predictor.strip():
+        raise ValueError(f"{pol.name}@: name a runtime predictor after the @ (one of {', '.join(predict.PREDICTORS)}"
+                         ", learned:TRACE)")
+    found = predict.get(predictor, trace=trace)
+    key = predictor if found.code == predict.LEARNED else found.name
+    if key.lower() == predict.LEARNED_NAME:
+        key = f"{predict.LEARNED_NAME}:{trace}"  # bare: the trace's model, named so that any later lookup finds it
+    return dataclasses.replace(pol, name=f"{pol.name}@{found.name}", predictor=key)
+
+
+def _named(name: str, trace: str | None, backfill: str) -> PriorityPolicy:
+    family, colon, argument = name.partition(":")
+    key = family.lower()
+    if is_family(key):
+        return _checked(FAMILIES[key](argument, trace, backfill), name)
+    if colon and _MODULE_SPEC.fullmatch(name):
+        return _imported(name)
+    if colon or key not in POLICIES:
+        load_plugins()
+    if colon or key not in POLICIES:
+        raise UnknownNameError("policy", name, spellings(),
+                               hint="NAME@PREDICTOR puts a heuristic on a predictor's estimates; add your own with "
+                                    "hpcgym.sim.heuristics.register or the hpcgym.heuristics entry points "
+                                    "(docs/extend.md).")
+    return POLICIES[key]
+
+
+def _imported(spec: str) -> PriorityPolicy:
+    """The policy that ``package.module:attribute`` names (a function is called for it), under its own name."""
+    module, _, attr = spec.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ModuleNotFoundError, AttributeError) as exc:  # a typo'd family reads as a module: say both
+        raise UnknownNameError("policy", spec, spellings(),
+                               hint=f"It is no family's name, and importing it failed: {exc}.") from None
+    return _checked(obj() if callable(obj) and not isinstance(obj, PriorityPolicy) else obj, spec)
+
+
+def _checked(pol: Any, spec: str) -> PriorityPolicy:
+    if not isinstance(pol, PriorityPolicy):
+        raise TypeError(f"{spec!r} gave a {type(pol).__name__}, not a PriorityPolicy")
+    return pol
