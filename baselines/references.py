@@ -85,7 +85,8 @@ def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: st
             fit = tuned.find(trace, backfill, variant=variant) if trace else None
             if fit is None:
                 continue
-            cell = simulate_grid(windows, machine, [fit.policy(tuned.TUNED + variant)], [backfill])[0]
+            policy = priorities.resolve(tuned.TUNED + variant, trace, backfill)  # as every tool reads the name
+            cell = simulate_grid(windows, machine, [policy], [backfill])[0]
             cells.append(cell)
             notes[cell.label] = f"weights fitted on the train split ({fit.predictor} predictions; {fit.command})"
         cell, which = clairvoyant(windows, machine, backfill)

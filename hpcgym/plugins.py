@@ -56,3 +56,20 @@ def load(group: str, check: Callable[[str, Any], Any] | None = None) -> dict[str
                  f"{type(exc).__name__}: {exc}" + (" (it called sys.exit when imported)"
                                                    if isinstance(exc, SystemExit) else ""))
     return out
+
+
+_added: set[str] = set()  # the groups :func:`add_to` has read in this process
+
+
+def add_to(registry: dict[str, Any], group: str, check: Callable[[str, Any], Any] | None = None,
+           key: Callable[[str], str] = str) -> None:
+    """Put the entry points of ``group`` into ``registry`` (:func:`load`), once per process.
+
+    A name already in the registry (built in, or registered by hand) is kept; ``key`` spells a name as the registry
+    does (``str.lower`` for case-insensitive names).
+    """
+    if group in _added:
+        return
+    _added.add(group)
+    for name, obj in load(group, check).items():
+        registry.setdefault(key(name), obj)

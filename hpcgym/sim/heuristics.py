@@ -68,7 +68,6 @@ POLICIES: dict[str, PriorityPolicy] = {p.name: p for p in (*CLASSIC, *PREDICTIVE
 
 #: The entry-point group of installed packages' heuristics (:mod:`hpcgym.plugins`).
 ENTRY_POINTS = "hpcgym.heuristics"
-_plugins_loaded = False
 
 
 def register(policy: PriorityPolicy) -> PriorityPolicy:
@@ -92,12 +91,7 @@ def _from_plugin(name: str, obj: Any) -> PriorityPolicy:
 
 def load_plugins() -> None:
     """Register the installed packages' heuristics (once per process; a name taken already is kept)."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for name, policy in plugins.load(ENTRY_POINTS, _from_plugin).items():
-        POLICIES.setdefault(name.lower(), policy)
+    plugins.add_to(POLICIES, ENTRY_POINTS, _from_plugin, str.lower)
 
 
 def names() -> list[str]:
@@ -130,7 +124,6 @@ FAMILY_ENTRY_POINTS = "hpcgym.heuristic_families"
 FAMILIES: dict[str, Family] = {}
 #: What a family's argument looks like in messages (``tuned`` -> ``FIT.json``).
 FAMILY_ARGUMENTS: dict[str, str] = {}
-_families_loaded = False
 _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
@@ -151,12 +144,7 @@ def register_family(name: str, family: Family, argument: str = "") -> Family:
 
 def _load_families() -> None:
     """Register the installed packages' families (once per process; a name registered already is kept)."""
-    global _families_loaded
-    if _families_loaded:
-        return
-    _families_loaded = True
-    for name, family in plugins.load(FAMILY_ENTRY_POINTS, _callable).items():
-        FAMILIES.setdefault(name.lower(), family)
+    plugins.add_to(FAMILIES, FAMILY_ENTRY_POINTS, _callable, str.lower)
 
 
 def is_family(name: str) -> bool:

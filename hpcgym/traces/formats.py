@@ -78,7 +78,6 @@ class TraceFormat:
 
 
 _FORMATS: dict[str, TraceFormat] = {}
-_plugins_loaded = False
 
 
 def register(fmt: TraceFormat) -> TraceFormat:
@@ -100,12 +99,7 @@ def _from_plugin(name: str, obj: Any) -> TraceFormat:
 
 def load_plugins() -> None:
     """Register the installed packages' formats (once per process; a name registered already is kept)."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for name, fmt in plugins.load(ENTRY_POINTS, _from_plugin).items():
-        _FORMATS.setdefault(name, fmt)
+    plugins.add_to(_FORMATS, ENTRY_POINTS, _from_plugin)
 
 
 def added() -> dict[str, TraceFormat]:
