@@ -221,3 +221,17 @@ def test_the_env_baselines_run_and_the_evaluation_resolve_tuned_alike():
         run = np.minimum(w["run"], w["walltime"]).to_numpy()
         wait = start - w["submit"].to_numpy()
         assert summary["bsld_mean"] == pytest.approx(np.maximum((wait + run) / np.maximum(run, 10), 1).mean())
+
+
+def test_an_environment_finds_tuned_without_importing_baselines():
+    """hpcgym imports no other package: ``tuned`` comes from the entry points baselines declares in pyproject.toml
+    (``pip install -e .`` writes them; a stale install lacks them)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hpcgym; assert 'baselines' not in sys.modules; "
+            "env = hpcgym.make('lublin-256-v0', backfill='easy', baseline='tuned'); "
+            "print(env.unwrapped.baseline.name, 'baselines.tuned' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.split() == ["tuned", "True"], done.stderr[-2000:]

@@ -163,9 +163,7 @@ def _callable(name: str, obj: Any) -> Any:
 def spellings() -> list[str]:
     """What :func:`resolve` accepts besides ``@PREDICTOR``: every name, then each family and its argument."""
     _load_families()
-    families = [f"{n}:{FAMILY_ARGUMENTS[n]}" if n in FAMILY_ARGUMENTS else n for n in FAMILIES]
-    extra = [n for n in FAMILIES if n in FAMILY_ARGUMENTS]  # a family with an argument is also used bare
-    return [*names(), *extra, *families, "module:ATTRIBUTE"]
+    return [*names(), *FAMILIES, *(f"{n}:{a}" for n, a in FAMILY_ARGUMENTS.items()), "module:ATTRIBUTE"]
 
 
 def resolve(spec: str | PriorityPolicy, trace: str | None = None, backfill: str = "none") -> PriorityPolicy:
@@ -205,14 +203,18 @@ def _named(name: str, trace: str | None, backfill: str) -> PriorityPolicy:
         return _checked(FAMILIES[key](argument, trace, backfill), name)
     if colon and _MODULE_SPEC.fullmatch(name):
         return _imported(name)
-    if colon or key not in POLICIES:
-        load_plugins()
-    if colon or key not in POLICIES:
-        raise UnknownNameError("policy", name, spellings(),
-                               hint="NAME@PREDICTOR puts a heuristic on a predictor's estimates; add your own with "
-                                    "hpcgym.sim.heuristics.register or the hpcgym.heuristics entry points "
-                                    "(docs/extend.md).")
-    return POLICIES[key]
+    if not colon and key in names():  # names() loads the installed heuristics
+        return POLICIES[key]
+    raise _unknown(name)
+
+
+def _unknown(name: str, why: str = "") -> UnknownNameError:
+    missing = "" if FAMILIES else (" No family is installed: tuned comes from the hpcgym.heuristic_families entry "
+                                   "points that pip install -e . writes.")
+    return UnknownNameError("policy", name, spellings(),
+                            hint=why + "NAME@PREDICTOR puts a heuristic on a predictor's estimates; add your own with "
+                                       "hpcgym.sim.heuristics.register or the hpcgym.heuristics entry points "
+                                       "(docs/extend.md)." + missing)
 
 
 def _imported(spec: str) -> PriorityPolicy:
@@ -221,8 +223,7 @@ def _imported(spec: str) -> PriorityPolicy:
     try:
         obj = getattr(importlib.import_module(module), attr)
     except (ModuleNotFoundError, AttributeError) as exc:  # a typo'd family reads as a module: say both
-        raise UnknownNameError("policy", spec, spellings(),
-                               hint=f"It is no family's name, and importing it failed: {exc}.") from None
+        raise _unknown(spec, f"It is no family's name, and importing it failed: {exc}. ") from None
     return _checked(obj() if callable(obj) and not isinstance(obj, PriorityPolicy) else obj, spec)
 
 
