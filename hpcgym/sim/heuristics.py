@@ -101,7 +101,10 @@ def names() -> list[str]:
 
 
 def get(name: str | PriorityPolicy) -> PriorityPolicy:
-    """Look a heuristic up by name (case-insensitive); a policy object passes through."""
+    """Look a heuristic up by its registered name (case-insensitive); a policy object passes through.
+
+    :func:`resolve` reads every other spelling too (``saf@last2``, ``tuned``): call it for what a user typed.
+    """
     if isinstance(name, PriorityPolicy):
         return name
     key = name.lower()
@@ -130,8 +133,9 @@ _MODULE_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 def register_family(name: str, family: Family, argument: str = "") -> Family:
     """Make ``name`` and ``name:ARGUMENT`` resolve through ``family(argument, trace, backfill)`` in this process.
 
-    ``argument`` describes the argument for messages (``"FIT.json"``); empty when the family takes none. To add one
-    to every process, declare it in the ``hpcgym.heuristic_families`` entry points of a package.
+    A heuristic's name wins over a family's (a family cannot take ``saf``). ``argument`` describes the argument for
+    messages (``"FIT.json"``); empty when the family takes none. To add one to every process, declare it in the
+    ``hpcgym.heuristic_families`` entry points of a package.
     """
     if not callable(family):
         raise TypeError(f"register_family takes a function (argument, trace, backfill) -> PriorityPolicy, not "
@@ -199,6 +203,8 @@ def on_predictor(pol: PriorityPolicy, predictor: str, trace: str | None = None) 
 def _named(name: str, trace: str | None, backfill: str) -> PriorityPolicy:
     family, colon, argument = name.partition(":")
     key = family.lower()
+    if not colon and key in POLICIES:  # the common case reads no entry point (a family imports its package)
+        return POLICIES[key]
     if is_family(key):
         return _checked(FAMILIES[key](argument, trace, backfill), name)
     if colon and _MODULE_SPEC.fullmatch(name):
