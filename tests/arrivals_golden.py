@@ -2,8 +2,9 @@
 
 ``python tests/arrivals_golden.py OUT.json [SAVES]`` fits every case and writes each sample's SHA-256 (its CSV, with
 its ``attrs``) and the fit's calibrated numbers; with ``SAVES``, it also saves the fits of :data:`SAVED` there. The
-JSON in ``tests/data/arrivals_golden/`` was written by the single-module code at commit 19ae773 (before the split),
-and ``tests/test_arrivals_golden.py`` checks the current code against it.
+JSON and the saves in ``tests/data/arrivals_golden/`` were written by this script run on the single-module code at
+commit 19ae773 (before the split; it read the numbers as the model's own attributes), and
+``tests/test_arrivals_golden.py`` checks the current code against them.
 """
 
 from __future__ import annotations
@@ -63,8 +64,10 @@ CASES: dict[str, tuple[Callable[[], pd.DataFrame], dict, int, tuple[int, ...]]] 
 }
 SEEDS = (0, 7)
 SAVED = ("outages", "toy-burst")
-#: the calibrated numbers kept beside the hashes (they name what went wrong when a hash does not match)
-NUMBERS = ("phi", "slow_share", "mix_tv", "target_load", "p_keep", "p_close", "p_return")
+#: the calibrated numbers kept beside the hashes (they name what went wrong when a hash does not match), and where
+#: the split generator keeps them (the single module had each as an attribute of the model, by the same name)
+NUMBERS = {"phi": "process", "slow_share": "process", "mix_tv": "mix", "target_load": "governor",
+           "p_keep": "outcomes", "p_close": "runtimes", "p_return": "runtimes"}
 
 
 def sample_hash(jobs: pd.DataFrame) -> str:
@@ -75,7 +78,7 @@ def sample_hash(jobs: pd.DataFrame) -> str:
 
 def describe(model: synth.base.Synthesizer, lengths: tuple[int, ...]) -> dict:
     """A fitted model's numbers and the hashes of its samples (every length, every seed of :data:`SEEDS`)."""
-    numbers = {k: getattr(model, k, None) for k in NUMBERS}
+    numbers = {k: getattr(getattr(model, part), k) for k, part in NUMBERS.items()}
     hashes = {f"{n}@{s}": sample_hash(model.sample(n, seed=s)) for n in lengths for s in SEEDS}
     return {"numbers": numbers, "hashes": hashes}
 
