@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -22,12 +22,14 @@ from synth import features
 from synth.arrivals.context import MIN_POOL, lag1
 from synth.arrivals.governor import Governor
 from synth.arrivals.process import ArrivalProcess
-from synth.arrivals.requests import N_CLASSES
+from synth.arrivals.requests import N_CLASSES, RequestMix
 from synth.distances import ks_statistic
 from synth.replay import replay
 
-if TYPE_CHECKING:
-    from synth.arrivals.model import ArrivalAwareSynthesizer
+#: draws ``n`` jobs' requests (menu indices) with the model as fitted so far, ungoverned and unscaled
+SampleRequests = Callable[[int, np.random.Generator], np.ndarray]
+#: draws ``n`` raw jobs (the training table's columns) with the model as fitted so far, under a governor
+SampleJobs = Callable[[int, np.random.Generator, Governor], pd.DataFrame]
 
 MIX_ROUNDS = 3  # rounds of the request-mix calibration
 MIX_JOBS = 100_000  # jobs sampled per round, at least (more when the training table is longer)
@@ -72,7 +74,7 @@ def _ratio(target: np.ndarray, got: np.ndarray) -> np.ndarray:
     return np.where(got > 0, target / np.maximum(got, 1e-12), 1.0)
 
 
-def calibrate_mix(model: ArrivalAwareSynthesizer, request: np.ndarray, rng: np.random.Generator) -> None:
+def calibrate_mix(mix: RequestMix, request: np.ndarray, sample: SampleRequests, rng: np.random.Generator) -> None:
     """Reweight the new-session request draw until the sampled jobs' request mix matches the training jobs'.
 
     Each round samples :data:`MIX_JOBS` (or as many as the training table) request sequences and multiplies each
@@ -82,18 +84,18 @@ def calibrate_mix(model: ArrivalAwareSynthesizer, request: np.ndarray, rng: np.r
     mean requested area to 0.88 of the data's.) Sets the mix's ``request_cdf`` and ``mix_tv``.
 
     Args:
-        model: the model being fitted (its arrival process, sessions and request mix are).
+        mix: the request mix to calibrate.
         request: each training job's request (menu index).
+        sample: draws requests with the model (its arrival process, sessions and ``mix``) as fitted so far.
         rng: the fit's random numbers (one seed is drawn).
     """
-    mix = model.mix
     count = np.bincount(request, minlength=len(mix)).astype(np.float64)
     share = count / count.sum()
     own = count >= MIN_POOL
     probs = np.diff(mix.request_cdf, axis=1, prepend=0.0)
     seed = int(rng.integers(2**31))
     for _ in range(MIX_ROUNDS):
-        sampled = model.requests(max(MIX_JOBS, len(request)), np.random.default_rng(seed))[0]
+        sampled = sample(max(MIX_JOBS, len(request)), np.random.default_rng(seed))
         got = np.bincount(sampled, minlength=len(mix)) / len(sampled)
         by_class = _ratio(np.bincount(mix.menu_class, share, N_CLASSES), np.bincount(mix.menu_class, got, N_CLASSES))
         weight = np.clip(np.where(own, _ratio(share, got), by_class[mix.menu_class]), 1 / MIX_CLIP, MIX_CLIP)
@@ -103,8 +105,8 @@ def calibrate_mix(model: ArrivalAwareSynthesizer, request: np.ndarray, rng: np.r
     mix.mix_tv = float(0.5 * np.abs(got - share).sum())  # the last round's, before reweighting
 
 
-def calibrate_slow(model: ArrivalAwareSynthesizer, jobs: pd.DataFrame, target: float,
-                   rng: np.random.Generator) -> None:
+def calibrate_slow(process: ArrivalProcess, governor: Governor, slow: float | None, jobs: pd.DataFrame,
+                   target: float, sample: SampleJobs, rng: np.random.Generator) -> None:
     """The slow component's share: ``slow`` when given, else the candidate whose samples queue most like the data.
 
     Each candidate of :data:`SLOW_SHARES` (with ``phi`` calibrated again for it) draws :data:`CAL_SAMPLES` samples of
@@ -114,15 +116,18 @@ def calibrate_slow(model: ArrivalAwareSynthesizer, jobs: pd.DataFrame, target: f
     ``slow_share``, ``phi`` and (when calibrated) ``slow_scores``.
 
     Args:
-        model: the model being fitted (everything but the slow share is).
+        process: the arrival process (its ``phi`` calibrated without the slow component).
+        governor: the load governor.
+        slow: the share asked for (None: calibrate it).
         jobs: the training jobs.
         target: the data's lag-1 autocorrelation of log gaps (``phi``'s target).
+        sample: draws raw jobs with the model as fitted (everything but the slow share is).
         rng: the fit's random numbers (the samples' seeds are drawn).
     """
-    process, governor, clock0 = model.process, model.governor, model.unix_start_time
+    clock0 = int(jobs.attrs.get("unix_start_time", 0) or 0)  # the clock's start, as Synthesizer.fit reads it
     phi0 = process.phi  # calibrated without the slow component
-    if model.slow is not None or governor.own_load is None:  # given, or no load to replay the samples at
-        process.slow_share = float(model.slow or 0.0)
+    if slow is not None or governor.own_load is None:  # given, or no load to replay the samples at
+        process.slow_share = float(slow or 0.0)
         process.phi = calibrate_phi(process, target, clock0, governor) if process.slow_share > 0 else phi0
         return
     machine = Machine("arrivals-calibration", governor.nodes)
@@ -134,7 +139,7 @@ def calibrate_slow(model: ArrivalAwareSynthesizer, jobs: pd.DataFrame, target: f
     for share in SLOW_SHARES:
         process.slow_share = share
         process.phi = phi = calibrate_phi(process, target, clock0, own) if share > 0 else phi0
-        waits = [replay(features.to_jobs(model.jobs(n, np.random.default_rng(int(s)), own)), machine)
+        waits = [replay(features.to_jobs(sample(n, np.random.default_rng(int(s)), own)), machine)
                  ["records"]["wait"].to_numpy() for s in seeds]
         scores[share] = (float(np.mean([ks_statistic(w, data_wait) for w in waits])), phi)
     process.slow_share = min(scores, key=lambda a: (scores[a][0], a))

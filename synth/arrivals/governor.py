@@ -5,13 +5,13 @@ runtimes are drawn, the arrival clock runs again over the same random numbers an
 ``exp(debt / horizon)`` (at most :data:`GOVERNOR_LIMIT` either way), where ``debt`` is the work submitted so far over
 the target's node-seconds per second minus the time elapsed (outages capped at :data:`~synth.replay.OUTAGE`) and
 ``horizon`` is :data:`GOVERNOR_JOBS` mean gaps of the data (:meth:`synth.arrivals.process.ArrivalProcess.clock`). A
-sample longer than the horizon runs the clock again until its load is the target (:func:`governed_clock`).
+sample longer than the horizon runs the clock again until its load is the target
+(:meth:`~synth.arrivals.process.ArrivalProcess.governed_clock`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,9 +19,6 @@ import pandas as pd
 from hpcgym.jobs import offered_load
 from synth.arrivals.context import calendar
 from synth.replay import OUTAGE, busy_load
-
-if TYPE_CHECKING:
-    from synth.arrivals.process import ArrivalProcess
 
 GOVERNOR_JOBS = 2048  # the load governor's horizon, in the training data's mean gaps: the longest evaluation window
 GOVERNOR_LIMIT = 2.0  # the governor stretches or shrinks a gap by at most this factor
@@ -72,55 +69,12 @@ class Governor:
         return Governor(self.own_load, self.own_load, 1.0, self.mean_gap, self.nodes)
 
 
-def governed_clock(process: ArrivalProcess, governor: Governor, draws: tuple[np.ndarray, np.ndarray, np.ndarray],
-                   work: np.ndarray, clock0: int, cache: dict | None = None) -> Clock:
-    """The governed arrival clock; a sample longer than the governor's horizon offers the target load exactly.
-
-    The governor leaves a debt at the end of a sample, so a sample's load between outages varies about the target
-    (Theta, 7,016 jobs: sd 0.033 about 0.805), and a burst it cannot stretch enough (at most :data:`GOVERNOR_LIMIT`)
-    stays (Mustang: a sample at 0.872 for 0.711). Past the horizon (``horizon_jobs``), the clock runs again (at most
-    :data:`CLOSE_ROUNDS` passes, the same random numbers) with the governor's target moved by the square root of the
-    ratio of the target to the load obtained and every gap stretched by the square root of its inverse (the stretch
-    still works where the governor is at its limit), until they agree within :data:`CLOSE_TOLERANCE`. The gaps are
-    stretched inside the clock, so the hour classes follow it. Where the passes do not get there, the closest is
-    scaled at once (:func:`rescaled`).
-
-    Args:
-        process: the arrival process.
-        governor: the governor (its ``target_load`` set).
-        draws: the arrival process's randomness (:meth:`~synth.arrivals.process.ArrivalProcess.draws`).
-        work: each job's node-seconds.
-        clock0: the Unix time of the first submit.
-        cache: each chunk's gaps per hour class, from the first pass over the same random numbers.
-    """
-    def run(target: float | None = None, stretch: float = 1.0) -> Clock:
-        return process.clock(*draws, clock0, governor, work=work, target=target, stretch=stretch, cache=cache)
-
-    out = run()
-    if len(work) <= process.horizon_jobs:  # a short sample (a training episode) keeps its burstiness
-        return out
-    # the load of the jobs handed back: Synthesizer.sample draws n + 1 and keeps the first n (on a 148-job sample
-    # the last job's work alone moved the load by up to 5%)
-    need = float(work[:-1].sum()) / (governor.nodes * governor.target_load)  # the span the target asks for
-    if len(work) < 3 or need <= 0:
-        return out  # no span to hold
-    target, stretch, best = governor.target_load, 1.0, (np.inf, out)
-    for k in range(CLOSE_ROUNDS):
-        ratio = float(np.minimum(out[0][1:-1], OUTAGE).sum()) / need  # < 1: too much load
-        best = min(best, (abs(ratio - 1.0), out), key=lambda b: b[0])
-        if abs(ratio - 1.0) <= CLOSE_TOLERANCE or k == CLOSE_ROUNDS - 1 or ratio <= 0:
-            break
-        target, stretch = target * ratio**0.5, stretch / ratio**0.5  # half each: together, one ratio
-        out = run(target, stretch)
-    return rescaled(best[1], need, clock0) if best[0] > CLOSE_TOLERANCE else best[1]
-
-
 def rescaled(clock: Clock, need: float, clock0: int) -> Clock:
     """The clock's gaps but the outages scaled at once so that the span (outages capped) is ``need``.
 
-    The last resort of :func:`governed_clock` where the passes oscillate (the hour classes make the load a step
-    function of the target: a 148-job Mustang sample cycled between 0.658 and 0.726 for 0.700); the hours and
-    weekdays follow the scaled clock.
+    The last resort of :meth:`~synth.arrivals.process.ArrivalProcess.governed_clock` where the passes oscillate (the
+    hour classes make the load a step function of the target: a 148-job Mustang sample cycled between 0.658 and 0.726
+    for 0.700); the hours and weekdays follow the scaled clock.
     """
     gaps = clock[0].astype(np.float64)
     inner = gaps[1:-1]

@@ -21,7 +21,7 @@ import pandas as pd
 
 from synth.arrivals.calibration import calibrate_mix, calibrate_phi, calibrate_slow
 from synth.arrivals.context import arrival_context, lag1
-from synth.arrivals.governor import Governor, governed_clock
+from synth.arrivals.governor import Governor
 from synth.arrivals.outcomes import Outcomes
 from synth.arrivals.process import CHUNK, ArrivalProcess, Draws
 from synth.arrivals.requests import RequestMix
@@ -98,9 +98,9 @@ class ArrivalAwareSynthesizer(Synthesizer):
                                               repeats(request, user), self.mix, self.smoothing)
         self.runtimes = Runtimes.fit(run, wall, request, outcome, user, self.mix, self.outcomes.n_outcomes,
                                      self.jitter)
-        calibrate_mix(self, request, rng)
+        calibrate_mix(self.mix, request, lambda n, r: self.requests(n, r)[0], rng)
         self.governor = Governor.fit(jobs, self.nodes, self.load)
-        calibrate_slow(self, jobs, target, rng)
+        calibrate_slow(self.process, self.governor, self.slow, jobs, target, self.jobs, rng)
 
     # ---- sampling --------------------------------------------------------------------------------------------
     def requests(self, n: int, rng: np.random.Generator, governor: Governor | None = None,
@@ -137,7 +137,7 @@ class ArrivalAwareSynthesizer(Synthesizer):
             run = wall
         if governor is not None and governor.target_load is not None:  # the clock again, governed by the jobs' work
             work = nodes * run.astype(np.float64)
-            gaps, hours, dows = governed_clock(self.process, governor, draws, work, self.unix_start_time, rows)
+            gaps, hours, dows = self.process.governed_clock(governor, draws, work, self.unix_start_time, rows)
         return pd.DataFrame({"interarrival": gaps, "nodes": nodes, "run": run, "walltime": wall,
                              "user": self.sessions.ids(rank), "status": self.outcomes.statuses[outcome // 2],
                              "hour": hours, "dow": dows})
