@@ -197,10 +197,6 @@ class ArrivalAwareSynthesizer(Synthesizer):
                   "mean_gap": g.mean_gap}
         return state
 
-    def _save(self, path: Path) -> None:
-        with open(path / "state.pkl", "wb") as fh:
-            pickle.dump(self._state(), fh)
-
     def _load(self, path: Path) -> None:
         with open(path / "state.pkl", "rb") as fh:
             state = pickle.load(fh)
