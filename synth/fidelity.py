@@ -39,8 +39,11 @@ scored samples out as one row per metric; the study and the benchmark use these 
 for one sample and adds everything the report of :mod:`synth.report_writer` draws (imported only when ``out_dir``
 is given; it never imports this module).
 
-Import direction: ``distances``, ``validity``, ``privacy``, ``replay``, ``bootstrap`` <- ``fidelity`` <- ``report``
-(the CLI) -> ``report_writer``; ``fidelity`` -> ``report_writer`` lazily. No cycle.
+The metrics and targets are records of :mod:`synth.metrics` (each defined once, with where its value is read);
+:data:`METRICS` and :data:`TARGETS` here are the same objects.
+
+Import direction: ``distances``, ``validity``, ``privacy``, ``replay``, ``bootstrap``, ``metrics`` <- ``fidelity`` <-
+``report`` (the CLI) -> ``report_writer`` -> ``metrics``; ``fidelity`` -> ``report_writer`` lazily. No cycle.
 """
 
 from __future__ import annotations
