@@ -43,7 +43,7 @@ from baselines.transfer import Target
 from hpcgym import machines, traces
 from hpcgym.io import atomic_write
 from hpcgym.traces.split import head, tail
-from synth import fidelity
+from synth import fidelity, metrics
 from synth.cache import FitCache
 
 FIT_TIME = ".fit_s.json"  # suffix of the file beside a cached fit that says how long it took
@@ -150,12 +150,12 @@ def wide_table(refs: fidelity.References, scored: dict[str, dict[str, Any]],
 
 #: two values closer than this count as a tie (the tables print 3 decimals)
 TIE = 0.001
-HEADLINE = ("C2ST ROC AUC", "KS wait (whole trace)")
+HEADLINE = (metrics.C2ST_AUC.name, metrics.KS_WAIT.name)
 
 
 def _private_enough(row: pd.Series, value: float) -> bool:
     """Whether a privacy row's value is at least as private as the test split's own (ids: never reused)."""
-    if row["metric"].endswith("id reuse share"):
+    if row["metric"] in (metrics.USER_REUSE.name, metrics.GROUP_REUSE.name):
         return value <= 0.0
     return not fidelity.beats(row["floor"], value, row["better"])  # strict, as synth.fidelity.targets
 
@@ -186,7 +186,7 @@ def scoreboard(table: pd.DataFrame, models: list[str], ours: str = "arrivals",
     """
     fid = table[~table["section"].isin(["privacy", "time"]) & ~table["better"].str.startswith("=")]
     priv = table[table["section"] == "privacy"]
-    load_row = table.set_index("metric").loc["offered load (whole trace)"]
+    load_row = table.set_index("metric").loc[metrics.OFFERED_LOAD.name]
     lines = [f"Scoreboard ({len(fid)} fidelity rows; ties within {TIE}):", "",
              f"| model | {' | '.join(HEADLINE)} | offered load: mean (vs train's {load_row['floor']:.3f}) [range over "
              f"the samples] | privacy rows as private as the test split | targets met | {ours} better / tied / "
@@ -220,7 +220,7 @@ def report(args: argparse.Namespace, real: pd.DataFrame, refs: fidelity.Referenc
         neural = ", ".join(m for m in scored if m in NEURAL)
         head += f"; {neural or 'the neural models'} fitted on the last {args.neural_fit_rows:,} train jobs only"
     table = wide_table(refs, scored, timings)
-    loads = {m: [v["offered load (whole trace)"] for v in c["samples"]] for m, c in scored.items()}
+    loads = {m: [v[metrics.OFFERED_LOAD.name] for v in c["samples"]] for m, c in scored.items()}
     text = head + "\n\n" + markdown(table) + "\n\n" + scoreboard(table, ["bootstrap", *scored], loads=loads)
     if failed:
         text += "\n\n" + "\n".join(f"- {m} failed: {why}" for m, why in failed.items())

@@ -39,8 +39,11 @@ scored samples out as one row per metric; the study and the benchmark use these 
 for one sample and adds everything the report of :mod:`synth.report_writer` draws (imported only when ``out_dir``
 is given; it never imports this module).
 
-Import direction: ``distances``, ``validity``, ``privacy``, ``replay``, ``bootstrap`` <- ``fidelity`` <- ``report``
-(the CLI) -> ``report_writer``; ``fidelity`` -> ``report_writer`` lazily. No cycle.
+The metrics and targets are records of :mod:`synth.metrics` (each defined once, with where its value is read);
+:data:`METRICS` and :data:`TARGETS` here are the same objects.
+
+Import direction: ``distances``, ``validity``, ``privacy``, ``replay``, ``bootstrap``, ``metrics`` <- ``fidelity`` <-
+``report`` (the CLI) -> ``report_writer`` -> ``metrics``; ``fidelity`` -> ``report_writer`` lazily. No cycle.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from hpcgym import machines
 from hpcgym import traces as tracelib
 from hpcgym.machines import Machine
 from synth import bootstrap, validity
+from synth import metrics as metric_records
 from synth.distances import (  # noqa: F401  (re-exported: the public names of the v1 module)
     C2ST_ROWS,
     CORRELATION_COLUMNS,
@@ -91,63 +95,9 @@ NAN = float("nan")
 #: a sample with fewer valid rows than this scores the worst value everywhere, without computing anything
 MIN_ROWS = 2
 
-#: metric -> (section, better, target, worst). ``better`` is "lower" or "higher"; ``target`` says what ideal is.
-METRICS: dict[str, tuple[str, str, str, float]] = {
-    **{f"KS {c}": ("marginals", "lower", "0", 1.0) for c in NUMERIC},
-    **{f"W1 log1p {c}": ("marginals", "lower", "0", INF) for c in NUMERIC},
-    "Spearman correlation MAD": ("correlation", "lower", "0", 2.0),
-    "SDMetrics quality score": ("sdmetrics", "higher", "1 (not trusted)", 0.0),
-    "C2ST ROC AUC": ("c2st", "lower", "0.5", 1.0),
-    "power-of-two share gap": ("shape", "lower", "0", 1.0),
-    "walltime-menu share gap": ("shape", "lower", "0", 1.0),
-    "invalid share (dropped or repaired)": ("validity", "lower", "0", 1.0),
-    "dropped share": ("validity", "lower", "0", 1.0),
-    "repaired share": ("validity", "lower", "0", 1.0),
-    "inter-arrival CV gap": ("arrivals", "lower", "0", INF),
-    "lag-1 ACF log1p inter-arrival gap": ("arrivals", "lower", "0", 2.0),
-    "hourly index of dispersion gap": ("arrivals", "lower", "0", INF),
-    "24 h spectral peak gap": ("arrivals", "lower", "0", INF),
-    "hour-of-day TV distance": ("arrivals", "lower", "0", 1.0),
-    "offered load (whole trace)": ("scheduling", "= train", "the train split's", INF),
-    "offered load between outages": ("scheduling", "= train", "the train split's", INF),
-    "offered load gap (whole trace)": ("scheduling", "lower", "0", INF),
-    "windowed load spread gap": ("scheduling", "lower", "0", INF),
-    "utilization gap (whole trace)": ("scheduling", "lower", "0", 1.0),
-    "KS wait (whole trace)": ("scheduling", "lower", "0", 1.0),
-    "KS bsld (whole trace)": ("scheduling", "lower", "0", 1.0),
-    "KS wait (windows)": ("scheduling", "lower", "0", 1.0),
-    "KS bsld (windows)": ("scheduling", "lower", "0", 1.0),
-    #: values judged by their closeness to the test split's; NaN ("n/a") for a table without user ids
-    "last-two predictor accuracy (history)": ("history", "= test", "the test split's", NAN),
-    "user runtime lag-1 correlation (history)": ("history", "= test", "the test split's", NAN),
-    "request owner share (history)": ("history", "= test", "the test split's", NAN),
-    #: a runtime predictor fitted on the candidate, scored on the test split (section 11); NaN ("n/a") when no
-    #: predictor is given or the table has no user ids
-    "predictor MAE log (fitted on it)": ("prediction", "lower", "<= floor", NAN),
-    "predictor bsld (fitted on it)": ("prediction", "lower", "<= floor", NAN),
-    "DCR median": ("privacy", "higher", ">= floor", 0.0),
-    "DCR 5th percentile": ("privacy", "higher", ">= floor", 0.0),
-    "share DCR < test p5": ("privacy", "lower", "<= floor (~0.05)", 1.0),
-    "exact-copy share": ("privacy", "lower", "<= floor", 1.0),
-    "user-id reuse share": ("privacy", "lower", "0 (floor: real users return)", 1.0),
-    "group-id reuse share": ("privacy", "lower", "0 (floor: real groups return)", 1.0),
-}
-#: the generator targets: (what, metric, comparison with the floor's value, allowance). "<=": at most the floor
-#: plus the allowance; ">=": at least the floor; "0": exactly 0 whatever the floor; "~": within the allowance of the
-#: floor, relatively (``abs(value / floor - 1)``). The privacy rows' floor is the test split's own value against
-#: train, the others' the train split's against test (for the offered load: the train split's own load).
-TARGETS: tuple[tuple[str, str, str, float], ...] = (
-    ("no real user id", "user-id reuse share", "0", 0.0),
-    ("no real group id", "group-id reuse share", "0", 0.0),
-    ("no more exact copies of train than the test split has", "exact-copy share", "<=", 0.0),
-    ("median DCR no closer to train than the test split's", "DCR median", ">=", 0.0),
-    ("no more rows below the test split's 5th-percentile DCR", "share DCR < test p5", "<=", 0.0),
-    ("classifier AUC within 0.02 of train vs test", "C2ST ROC AUC", "<=", 0.02),
-    ("whole-trace EASY-wait KS within 0.05 of train vs test", "KS wait (whole trace)", "<=", 0.05),
-    ("offered load within 3% of the train split's", "offered load (whole trace)", "~", 0.03),
-    ("lag-1 ACF of log inter-arrivals within the floor", "lag-1 ACF log1p inter-arrival gap", "<=", 0.0),
-    ("24 h spectral peak within the floor", "24 h spectral peak gap", "<=", 0.0),
-)
+#: the metrics (name -> :class:`synth.metrics.Metric`) and the generator targets, defined once in :mod:`synth.metrics`
+METRICS = metric_records.METRICS
+TARGETS = metric_records.TARGETS
 TABLE_COLUMNS = ("metric", "section", "better", "target", "floor", "bootstrap", "synthetic", "test", "note")
 #: the pairwise sections, in report order (validity, privacy and prediction are computed apart)
 SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals", "scheduling", "history")
@@ -155,8 +105,6 @@ SECTIONS = ("marginals", "correlation", "sdmetrics", "c2st", "shape", "arrivals"
 #: (mean absolute error of log runtime) and ``bsld`` (SAF+EASY's mean bounded slowdown on its estimates), NaN where
 #: it cannot learn (no user ids), and ``loss`` (what was fitted, or why nothing was)
 PredictorScore = Callable[[pd.DataFrame], dict[str, Any]]
-#: the prediction rows and the keys of a :data:`PredictorScore` result they read
-PREDICTION_ROWS = {"predictor MAE log (fitted on it)": "mae_log", "predictor bsld (fitted on it)": "bsld"}
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
@@ -169,7 +117,7 @@ def worst(metric: str) -> float:
     Returns:
         The value.
     """
-    return METRICS[metric][3]
+    return METRICS[metric].worst
 
 
 def beats(value: float, other: float, better: str) -> bool:
@@ -235,76 +183,6 @@ def compare(reference: pd.DataFrame, candidate: pd.DataFrame, machine: Machine, 
 
 
 # ---- metric values -------------------------------------------------------------------------------------------
-def _gap(stats: dict[str, Any], key: str, a: str = "real", b: str = "synthetic") -> float:
-    return abs(float(stats[b][key]) - float(stats[a][key]))
-
-
-def _pair_values(s: dict[str, Any]) -> dict[str, float]:
-    """Metric -> value of one candidate's pairwise sections (per-trace statistics as gaps: |candidate - test|)."""
-    if not s:
-        return {}
-    v = {f"KS {c}": s["marginals"].at[c, "ks"] for c in NUMERIC}
-    v |= {f"W1 log1p {c}": s["marginals"].at[c, "wasserstein_log1p"] for c in NUMERIC}
-    v["Spearman correlation MAD"] = s["correlation"]["mad"]
-    v["SDMetrics quality score"] = s["sdmetrics"]["score"]
-    v["C2ST ROC AUC"] = s["c2st"]["auc"]
-    sh = s["shape"]
-    v["power-of-two share gap"] = abs(sh["pow2_candidate"] - sh["pow2_reference"])
-    v["walltime-menu share gap"] = abs(sh["menu_candidate"] - sh["menu_reference"])
-    a = s["arrivals"]
-    for name, key in (("inter-arrival CV gap", "cv"), ("lag-1 ACF log1p inter-arrival gap", "lag1_acf"),
-                      ("hourly index of dispersion gap", "dispersion"),
-                      ("24 h spectral peak gap", "spectral_24h")):
-        v[name] = _gap(a, key)
-    v["hour-of-day TV distance"] = a["hour_tv"]
-    sc = s["scheduling"]
-    v["offered load (whole trace)"] = sc["synthetic"]["offered_load"]
-    v["offered load between outages"] = sc["synthetic"]["busy_load"]
-    v["offered load gap (whole trace)"] = _gap(sc, "offered_load")
-    v["windowed load spread gap"] = _gap(sc, "load_spread")
-    v["utilization gap (whole trace)"] = _gap(sc, "utilization")
-    v |= {"KS wait (whole trace)": sc["ks_wait"], "KS bsld (whole trace)": sc["ks_bsld"],
-          "KS wait (windows)": sc["ks_wait_windows"], "KS bsld (windows)": sc["ks_bsld_windows"]}
-    v |= _history_values(s["history"]["synthetic"])
-    return {k: float(x) for k, x in v.items()}
-
-
-def _history_values(stats: dict[str, float]) -> dict[str, float]:
-    return {"last-two predictor accuracy (history)": stats["last2_accuracy"],
-            "user runtime lag-1 correlation (history)": stats["runtime_lag1_corr"],
-            "request owner share (history)": stats["request_owner_share"]}
-
-
-def _prediction_values(scored: dict[str, Any] | None) -> dict[str, float]:
-    """The prediction rows of a :data:`PredictorScore` result (none when it was not computed)."""
-    return {} if scored is None else {m: float(scored[key]) for m, key in PREDICTION_ROWS.items()}
-
-
-def _validity_values(val: dict[str, Any]) -> dict[str, float]:
-    return {"invalid share (dropped or repaired)": val["invalid_share"], "dropped share": val["dropped_share"],
-            "repaired share": val["repaired_share"]}
-
-
-def _privacy_values(p: dict[str, Any], side: str = "candidate") -> dict[str, float]:
-    """Metric -> value of the privacy section, for the candidate or (``side="test"``) the test split's own floor."""
-    d, suffix = p["dcr"], "synthetic" if side == "candidate" else "holdout"
-    return {"DCR median": d[f"median_{suffix}"], "DCR 5th percentile": d[f"p5_{suffix}"],
-            "share DCR < test p5": d[f"below_p5_{suffix}"], "exact-copy share": p[f"copy_{side}"],
-            "user-id reuse share": p[f"user_{side}"], "group-id reuse share": p[f"group_{side}"]}
-
-
-def _test_values(s: dict[str, Any]) -> dict[str, float]:
-    """The test split's own value of each per-trace statistic (context for the absolute differences)."""
-    sh, a, sc = s["shape"], s["arrivals"]["real"], s["scheduling"]["real"]
-    return {"power-of-two share gap": sh["pow2_reference"], "walltime-menu share gap": sh["menu_reference"],
-            "inter-arrival CV gap": a["cv"], "lag-1 ACF log1p inter-arrival gap": a["lag1_acf"],
-            "hourly index of dispersion gap": a["dispersion"], "24 h spectral peak gap": a["spectral_24h"],
-            "offered load (whole trace)": sc["offered_load"], "offered load between outages": sc["busy_load"],
-            "offered load gap (whole trace)": sc["offered_load"],
-            "windowed load spread gap": sc["load_spread"],
-            "utilization gap (whole trace)": sc["utilization"], **_history_values(s["history"]["real"])}
-
-
 def metric_values(scored: dict[str, Any]) -> dict[str, float]:
     """Metric -> value of one scored candidate (see :func:`score`), worst values filled in where missing.
 
@@ -316,9 +194,8 @@ def metric_values(scored: dict[str, Any]) -> dict[str, float]:
     """
     if not scored["sections"]:  # no valid row (or too few to score): the worst value everywhere
         return {m: worst(m) for m in METRICS}
-    v = _pair_values(scored["sections"]) | _validity_values(scored["validity"]) | _privacy_values(scored["privacy"])
-    v |= _prediction_values(scored.get("prediction"))
-    return {m: (v[m] if m in v and not np.isnan(v[m]) else worst(m)) for m in METRICS}
+    values = {name: m.value(scored) for name, m in METRICS.items()}
+    return {name: (v if not np.isnan(v) else METRICS[name].worst) for name, v in values.items()}
 
 
 def targets(values: dict[str, float], floor: dict[str, float]) -> pd.DataFrame:
@@ -333,19 +210,11 @@ def targets(values: dict[str, float], floor: dict[str, float]) -> pd.DataFrame:
         not met.
     """
     rows = []
-    for what, metric, op, allowance in TARGETS:
-        value, base = float(values[metric]), float(floor.get(metric, np.nan))
-        if op == "0":
-            bar, met = "= 0", value == 0.0
-        elif op == "~":
-            bar = f"{base * (1 - allowance):.3f} to {base * (1 + allowance):.3f}"
-            met = abs(value / base - 1.0) <= allowance + 1e-12 if base > 0 else False
-        elif op == "<=":
-            bar, met = f"<= {base + allowance:.3f}", value <= base + allowance + 1e-12
-        else:
-            bar, met = f">= {base:.3f}", value >= base - 1e-12
-        rows.append({"target": what, "metric": metric, "bar": bar, "value": value,
-                     "met": bool(met) and not np.isnan(value) and (op == "0" or not np.isnan(base))})
+    for target in TARGETS:
+        name = target.metric.name
+        value = float(values[name])
+        bar, met = target.judge(value, float(floor.get(name, np.nan)))
+        rows.append({"target": target.what, "metric": name, "bar": bar, "value": value, "met": met})
     return pd.DataFrame(rows)
 
 
@@ -430,11 +299,9 @@ def prepare(train: pd.DataFrame, test: pd.DataFrame, machine: Machine | str | No
              "privacy": refs.bootstrap["privacy"]}
     if predictor is not None:
         floor["prediction"] = predictor(train)
-    values = _pair_values(floor_sections) | _validity_values(floor["validity"])
-    values |= _prediction_values(floor.get("prediction"))
-    values |= _privacy_values(floor["privacy"], side="test")
-    floor["values"] = {m: float(values.get(m, np.nan)) for m in METRICS}
-    floor["test_values"] = _test_values(floor_sections)
+    floor["values"] = {name: m.value(floor, floor=True) for name, m in METRICS.items()}
+    floor["test_values"] = {name: m.test_value(floor_sections) for name, m in METRICS.items()
+                            if m.test_read is not None}
     refs.floor = floor
     refs.timing["references"] = time.perf_counter() - started
     return refs
@@ -454,8 +321,9 @@ def make_table(refs: References, candidates: dict[str, dict[str, Any]]) -> pd.Da
         SDMetrics problems and candidates with no valid row.
     """
     rows = []
-    for m, (section, better, target, _) in METRICS.items():
-        row = {"metric": m, "section": section, "better": better, "target": target,
+    for m, metric in METRICS.items():
+        section = metric.section
+        row = {"metric": m, "section": section, "better": metric.better, "target": metric.target,
                "floor": refs.floor["values"][m], "bootstrap": refs.bootstrap["values"][m]}
         row |= {name: c["values"][m] for name, c in candidates.items()}
         row["test"] = refs.floor["test_values"].get(m, np.nan)

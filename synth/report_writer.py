@@ -1,7 +1,8 @@
 """The fidelity report's files: a result of :func:`synth.fidelity.evaluate` drawn as ``report.md`` and PNG plots.
 
 This module draws; it computes no metric and imports none of the metric modules, so rendering never feeds back
-into scoring. It reads the result dict only: ``table``, ``floor``/``bootstrap``/``synthetic`` (each with
+into scoring. It reads a metric's value through its record (:mod:`synth.metrics`: where the value is, defined once)
+and everything else from the result dict: ``table``, ``floor``/``bootstrap``/``synthetic`` (each with
 ``sections``, ``validity``, ``privacy``), ``meta``, ``tables`` and ``timing``. A candidate without sections (an
 empty or all-invalid sample) is drawn as missing, never as an error. Files are written atomically.
 """
@@ -20,6 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 
 from hpcgym.io import atomic_write  # noqa: E402
+from synth import metrics  # noqa: E402  (records only: where each metric's value is)
+from synth.metrics import Metric  # noqa: E402
 
 NUMERIC = ("interarrival", "nodes", "run", "walltime")
 #: candidate key -> (column title, colour)
@@ -88,6 +91,11 @@ def _cells(results: dict[str, Any], name: str, pick: Any) -> list[Any]:
     return out
 
 
+def _metric_cells(results: dict[str, Any], metric: Metric) -> list[Any]:
+    """A metric's value for floor, bootstrap and synthetic (``None`` where the candidate has no sections)."""
+    return [metric.value(results[side]) if results[side]["sections"] else None for side in SIDES]
+
+
 HEAD = ["train vs test (floor)", "bootstrap vs test", "synthetic vs test"]
 
 
@@ -111,7 +119,7 @@ def plot_marginals(results: dict[str, Any], path: Path) -> Path:
         for side, style in (("floor", ":"), ("bootstrap", "--"), ("synthetic", "-")):
             key = "train" if side == "floor" else side
             _ecdf(ax, shift + tables[key][col].to_numpy(), SIDES[side][0], SIDES[side][1], style)
-        ks = _cells(results, "marginals", lambda m, c=col: m.at[c, "ks"])
+        ks = _metric_cells(results, metrics.KS[col])
         ax.set_xscale("log")
         ax.set_xlabel(f"{'1 + ' if shift else ''}{col}{units[col]}")
         ax.set_ylabel("CDF")
@@ -147,7 +155,7 @@ def plot_correlations(results: dict[str, Any], path: Path) -> Path:
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="white" if abs(v) > 0.6 else "k")
         ax.set_title(title)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="Spearman correlation")
-    mad = _cells(results, "correlation", lambda c: c["mad"])
+    mad = _metric_cells(results, metrics.CORRELATION_MAD)
     fig.suptitle(f"Spearman correlations: mean |difference| synthetic {fmt(mad[2])} (floor {fmt(mad[0])}, "
                  f"bootstrap {fmt(mad[1])})")
     return _save(fig, path)
@@ -174,7 +182,7 @@ def plot_hourly(results: dict[str, Any], path: Path) -> Path:
     ax.set_xticks(hours)
     ax.set_xlabel("hour of day (UTC, trace clock)")
     ax.set_ylabel("share of submits")
-    tv = _cells(results, "arrivals", lambda a: a["hour_tv"])
+    tv = _metric_cells(results, metrics.HOUR_TV)
     ax.set_title(f"Hour-of-day profile: TV distance synthetic {fmt(tv[2])} (floor {fmt(tv[0])}, bootstrap "
                  f"{fmt(tv[1])})", fontsize=10)
     ax.legend(fontsize=8)
@@ -203,7 +211,7 @@ def plot_scheduling(results: dict[str, Any], path: Path) -> Path:
             if sched is not None:
                 _ecdf(ax, shift + sched["synthetic"]["records"][col].to_numpy(), SIDES[side][0], SIDES[side][1],
                       style)
-        ks = _cells(results, "scheduling", lambda s, c=col: s["ks_" + c])
+        ks = _metric_cells(results, {"wait": metrics.KS_WAIT, "bsld": metrics.KS_BSLD}[col])
         ax.set_xscale("log")
         ax.set_xlabel(label)
         ax.set_ylabel("CDF")
@@ -289,8 +297,7 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
 
 
 def _marginals_section(results: dict[str, Any]) -> list[str]:
-    rows = [[c, *_cells(results, "marginals", lambda m, c=c: m.at[c, "ks"]),
-             *_cells(results, "marginals", lambda m, c=c: m.at[c, "wasserstein_log1p"])] for c in NUMERIC]
+    rows = [[c, *_metric_cells(results, metrics.KS[c]), *_metric_cells(results, metrics.W1[c])] for c in NUMERIC]
     return ["## 1. Marginals", "", "Two-sample KS statistic and Wasserstein-1 distance on `log1p` of each column, "
             "each against the test split. Lower is better.", "",
             *_table(["column", *[f"KS {h}" for h in HEAD], *[f"W1 {h}" for h in HEAD]], rows),
@@ -298,7 +305,7 @@ def _marginals_section(results: dict[str, Any]) -> list[str]:
 
 
 def _correlation_section(results: dict[str, Any]) -> list[str]:
-    mad = _cells(results, "correlation", lambda c: c["mad"])
+    mad = _metric_cells(results, metrics.CORRELATION_MAD)
     return ["## 2. Correlations", "",
             "Spearman correlations over interarrival, nodes, run, walltime and hour; mean absolute difference of "
             "the off-diagonal entries from the test split's matrix (lower is better).", "",
@@ -314,7 +321,7 @@ def _sdmetrics_section(results: dict[str, Any]) -> list[str]:
 
 
 def _c2st_section(results: dict[str, Any]) -> list[str]:
-    rows = [["ROC AUC", *_cells(results, "c2st", lambda c: c["auc"])],
+    rows = [["ROC AUC", *_metric_cells(results, metrics.C2ST_AUC)],
             ["std over folds", *_cells(results, "c2st", lambda c: c["auc_std"])],
             ["rows per class", *_cells(results, "c2st", lambda c: c["rows_per_class"])]]
     return ["## 4. Classifier two-sample test", "",
@@ -359,7 +366,7 @@ def _arrivals_section(results: dict[str, Any]) -> list[str]:
     test = _section(results, "floor", "arrivals")["real"]
     rows = [[label, test[k], *_cells(results, "arrivals", lambda a, k=k: a["synthetic"][k])]
             for k, label in names.items()]
-    rows.append(["hour-of-day TV distance to test", 0.0, *_cells(results, "arrivals", lambda a: a["hour_tv"])])
+    rows.append(["hour-of-day TV distance to test", 0.0, *_metric_cells(results, metrics.HOUR_TV)])
     return ["## 7. Arrivals", "",
             "CV = std/mean of inter-arrival times (1 for Poisson). Lag-1 ACF of `log1p(inter-arrival)`. Index of "
             "dispersion = variance/mean of submits per hour over the whole trace (1 for Poisson). 24 h spectral "
@@ -379,12 +386,12 @@ def _scheduling_section(results: dict[str, Any]) -> list[str]:
             "bsld_mean", "bsld_median", "bsld_p95", "jobs", "dropped"]
     rows = [[k, test["summary"].at[k, "real"], *_cells(results, "scheduling", lambda s, k=k: s["summary"].at[k,
             "synthetic"])] for k in keys]
-    rows += [["KS wait vs test", 0.0, *_cells(results, "scheduling", lambda s: s["ks_wait"])],
-             ["KS bsld vs test", 0.0, *_cells(results, "scheduling", lambda s: s["ks_bsld"])]]
+    rows += [["KS wait vs test", 0.0, *_metric_cells(results, metrics.KS_WAIT)],
+             ["KS bsld vs test", 0.0, *_metric_cells(results, metrics.KS_BSLD)]]
     wrows = [[k, _ci(test["ci_real"], k), *_cells(results, "scheduling", lambda s, k=k: _ci(s["ci_synthetic"], k))]
              for k in ("offered_load", "utilization", "wait_mean", "bsld_mean")]
-    wrows += [["KS wait (pooled windows)", 0.0, *_cells(results, "scheduling", lambda s: s["ks_wait_windows"])],
-              ["KS bsld (pooled windows)", 0.0, *_cells(results, "scheduling", lambda s: s["ks_bsld_windows"])]]
+    wrows += [["KS wait (pooled windows)", 0.0, *_metric_cells(results, metrics.KS_WAIT_WINDOWS)],
+              ["KS bsld (pooled windows)", 0.0, *_metric_cells(results, metrics.KS_BSLD_WINDOWS)]]
     m = results["meta"]
     return ["## 8. Scheduling outcome", "",
             f"FCFS + EASY backfilling on `{m['machine']}`, jobs killed at their walltime. **Whole trace**: every "
@@ -407,18 +414,17 @@ def _scheduling_section(results: dict[str, Any]) -> list[str]:
 
 
 def _privacy_section(results: dict[str, Any]) -> list[str]:
-    p = [results[s]["privacy"] for s in ("bootstrap", "synthetic")]
-    d = [x["dcr"] for x in p]
-    rows = [["DCR median", "higher", d[0]["median_holdout"], d[0]["median_synthetic"], d[1]["median_synthetic"]],
-            ["DCR 5th percentile", "higher", d[0]["p5_holdout"], d[0]["p5_synthetic"], d[1]["p5_synthetic"]],
-            ["share DCR < test's 5th percentile", "lower", d[0]["below_p5_holdout"], d[0]["below_p5_synthetic"],
-             d[1]["below_p5_synthetic"]],
+    boot, synth = results["bootstrap"], results["synthetic"]
+
+    def row(label: str, metric: Metric) -> list[Any]:  # the test split's own value (the floor), then each candidate
+        return [label, metric.better, metric.value(boot, floor=True), metric.value(boot), metric.value(synth)]
+
+    d = [x["privacy"]["dcr"] for x in (boot, synth)]
+    rows = [row("DCR median", metrics.DCR_MEDIAN), row("DCR 5th percentile", metrics.DCR_P5),
+            row("share DCR < test's 5th percentile", metrics.DCR_BELOW_P5),
             ["share at distance 0", "lower", d[0]["zero_holdout"], d[0]["zero_synthetic"], d[1]["zero_synthetic"]],
-            ["exact (nodes, run, walltime) copies of a train job", "lower", p[0]["copy_test"], p[0]["copy_candidate"],
-             p[1]["copy_candidate"]],
-            ["user id found in train", "lower", p[0]["user_test"], p[0]["user_candidate"], p[1]["user_candidate"]],
-            ["group id found in train", "lower", p[0]["group_test"], p[0]["group_candidate"],
-             p[1]["group_candidate"]]]
+            row("exact (nodes, run, walltime) copies of a train job", metrics.EXACT_COPIES),
+            row("user id found in train", metrics.USER_REUSE), row("group id found in train", metrics.GROUP_REUSE)]
     return ["## 9. Privacy", "",
             "Everything is measured against the **train split** (the rows a model learned from). The floor is the "
             "test split's own value: real jobs of a later period, which no model saw. A synthetic trace should be "

@@ -84,7 +84,7 @@ def test_runtimes_without_habits_train_a_worse_predictor(splits, target):
 
 
 # ---- the fidelity report's rows ------------------------------------------------------------------------------
-ROWS = list(fidelity.PREDICTION_ROWS)
+ROWS = [m for m, metric in fidelity.METRICS.items() if metric.section == "prediction"]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def refs(splits, target) -> fidelity.References:
 
 def test_prediction_rows_lower_is_better_and_floor_is_the_train_fit(splits, refs, target):
     for m in ROWS:
-        assert fidelity.METRICS[m][:2] == ("prediction", "lower")
+        assert (fidelity.METRICS[m].section, fidelity.METRICS[m].better) == ("prediction", "lower")
     floor = target.fitted(splits[0], losses=ONE_LOSS)
     assert refs.floor["values"][ROWS[0]] == pytest.approx(floor["mae_log"])
     assert refs.floor["values"][ROWS[1]] == pytest.approx(floor["bsld"])

@@ -132,7 +132,8 @@ def test_empty_or_invalid_sample_scores_worst(kind, real, splits, refs):
     synthetic = _values(out, "synthetic")
     assert all(synthetic[m] == fidelity.worst(m) or math.isnan(fidelity.worst(m)) and math.isnan(synthetic[m])
                for m in fidelity.METRICS)  # the history rows' worst is "n/a"
-    for m, (_, better, _, worst) in fidelity.METRICS.items():
+    for m, metric in fidelity.METRICS.items():
+        better, worst = metric.better, metric.worst
         floor = _values(out, "floor")[m]
         if better == "= train":  # a value judged by its distance to train's: the worst is infinitely far
             assert math.isinf(worst) and not math.isnan(floor), m

@@ -117,9 +117,9 @@ def test_a_model_saved_by_older_modelling_code_is_fitted_again(tmp_path, arrival
 
 
 def test_previous_same_key_by_hand():
-    from synth.arrivals import _previous_same
+    from synth.arrivals.sessions import previous_same
 
-    assert _previous_same(np.array([5, 2, 5, 5, 2, 9])).tolist() == [-1, -1, 0, 2, 1, -1]
+    assert previous_same(np.array([5, 2, 5, 5, 2, 9])).tolist() == [-1, -1, 0, 2, 1, -1]
 
 
 def test_arrivals_load_calibration(theta_train):
