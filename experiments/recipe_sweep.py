@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments import runs
-from experiments.fanout import Executor
+from experiments import runs, train
+from experiments.recipe import Recipe
 from experiments.runs import RunFolder
+from experiments.training import many
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
@@ -56,19 +57,19 @@ VARIANTS: dict[str, list[str]] = {
     "tuned-residual-t003": [*RESIDUAL, "--prior-temperature", "0.03"],
     "tuned-residual-t03": [*RESIDUAL, "--prior-temperature", "0.3"],
     "tuned-residual-kl": [*RESIDUAL, "--kl-coef", "1"],
-    "tuned-residual-attn": [*RESIDUAL, "--attention", "2"],
+    "tuned-residual-attn": [*RESIDUAL, "--policy-kwargs", '{"attention": 2}'],  # formerly --attention 2
     "tuned-residual-lr1e-4": [*RESIDUAL, "--learning-rate", "1e-4"],
     "tuned-guarded": [*RESIDUAL, "--action", "guarded"],
     "tuned-hold": [*RESIDUAL, "--action", "hold"],
 }
 
 
-def _train(task: tuple[list[str], int, int]) -> str:
+def _train(task: tuple[Recipe, int, int]) -> str:
     """Train one run; with check windows, also score its networks on them (``check.json`` in the run folder)."""
-    from experiments import train
+    from experiments.training import loop
 
-    argv, check_windows, check_seed = task
-    run = train.train(train.parse_args(argv))
+    recipe, check_windows, check_seed = task
+    run = loop.train(recipe)
     if check_windows:
         scores = check_scores(run, check_windows, check_seed)
         hpcgym_io.write_text(run / CHECK_JSON, json.dumps(scores, indent=2))
@@ -89,15 +90,16 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
     """
     from agents.rollout import play_windows
     from baselines.grid import simulate_grid
-    from experiments import protocol, train
+    from experiments import protocol
     from hpcgym import traces
 
     run = RunFolder(run_dir)
     settings = run.settings()
-    args = train.Args(**{k: v for k, v in settings.items() if k in train.Args.__dataclass_fields__})
-    data = protocol.run_data(args)
-    starts = protocol.validation_starts(data, args.val_length, count, seed)
-    env = dict(machine=data.machine, workload=data.validation, window=args.val_length, split="all",
+    recipe = Recipe.from_settings(settings)
+    sel = recipe.selection
+    data = protocol.run_data(recipe.source, sel)
+    starts = protocol.validation_starts(data, sel.val_length, count, seed)
+    env = dict(machine=data.machine, workload=data.validation, window=sel.val_length, split="all",
                time_scale=run.time_scale(), **protocol.agent_env(settings))
     chosen = json.loads(run.warm_start.read_text()).get("chosen")
     start = {"cloned": run.cloned, "untrained": run.untrained}.get(chosen)  # a taught residual's prior: no file
@@ -107,9 +109,9 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
             continue
         model, _ = run.load_network(path)
         out[f"check_{name}"] = float(np.mean([i["metrics"]["bsld_mean"] for i in play_windows(model, starts, **env)]))
-    windows = [traces.window(data.validation, args.val_length, start=s) for s in starts]
+    windows = [traces.window(data.validation, sel.val_length, start=s) for s in starts]
     refs = [protocol.heuristic(name, settings) for name in ("saf", "tuned") if _has(name, settings)]
-    for cell in simulate_grid(windows, data.machine, refs, [args.backfill]):
+    for cell in simulate_grid(windows, data.machine, refs, [recipe.environment.backfill]):
         out[f"check_{cell.policy}"] = float(np.mean([rec["bsld"].mean() for rec in cell.records]))
     return out
 
@@ -120,28 +122,27 @@ def _has(name: str, settings: dict) -> bool:
     return name != tuned.TUNED or tuned.find(settings["trace"], settings["backfill"]) is not None
 
 
-def _fit_once(argvs: list[list[str]]) -> None:
+def _fit_once(recipes: list[Recipe]) -> None:
     """Fit (and cache) each seed's synthesizer before the runs start, so that parallel runs only read it."""
-    from experiments import protocol, train
+    from experiments import protocol
 
     done = set()
-    for argv in argvs:
-        args = train.parse_args(argv)
-        if args.workload != "real" and args.seed not in done:
-            data = protocol.run_data(args)
-            runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
-                                                 data.machine.nodes, announce=print)
-            done.add(args.seed)
+    for r in recipes:
+        if r.source.workload != "real" and r.run.seed not in done:
+            data = protocol.run_data(r.source, r.selection)
+            runs.fit_cache(r.run.runs_dir).fitted(r.source.trace_label, r.source.synthesizer, data.fit, r.run.seed,
+                                                  data.machine.nodes, announce=print)
+            done.add(r.run.seed)
 
 
-def references(argv: list[str]) -> dict[str, float]:
+def references(recipe: Recipe) -> dict[str, float]:
     """Mean validation bsld of the heuristics on the same validation windows (the sweep's reference lines)."""
-    from experiments import protocol, train
+    from experiments import protocol
 
-    args = train.parse_args(argv)
-    data = protocol.run_data(args)
-    starts = protocol.validation_starts(data, args.val_length, args.val_windows)
-    return protocol.validation_references(data, args.val_length, starts, args.backfill)
+    sel = recipe.selection
+    data = protocol.run_data(recipe.source, sel)
+    starts = protocol.validation_starts(data, sel.val_length, sel.val_windows)
+    return protocol.validation_references(data, sel.val_length, starts, recipe.environment.backfill)
 
 
 def validation_scores(run: Path) -> dict[str, float]:
@@ -200,23 +201,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     points = [(v, s) for v in args.variants for s in args.seeds]
     argvs = [[*shared, *VARIANTS[v], "--seed", str(s), "--eval-windows", "0", "--runs-dir", str(args.out),
               "--run-name", runs.run_name(v, s)] for v, s in points]
-    _fit_once(argvs)
-    with Executor(_train, jobs=args.workers) as executor:
-        dirs = executor.map([(argv, args.check_windows, args.check_seed) for argv in argvs])
+    recipes = [train.recipe_of(train.parse_args(argv)) for argv in argvs]
+    _fit_once(recipes)
+    dirs = many.run_all([(r, args.check_windows, args.check_seed) for r in recipes], _train, jobs=args.workers)
     scored = pd.DataFrame([{"variant": v, "seed": s, **validation_scores(Path(d)), **checked(Path(d))}
                            for (v, s), d in zip(points, dirs, strict=True)])
     table = summarize(scored)
-    refs = references(argvs[0])
+    refs = references(recipes[0])
     table = pd.concat([table, pd.DataFrame([{"variant": f"(heuristic) {k}", "median": v} for k, v in refs.items()])],
                       ignore_index=True)
     scored.to_csv(args.out / "runs.csv", index=False)
     table.to_csv(args.out / "summary.csv", index=False)
-    from experiments import train
-
-    probe = train.parse_args(argvs[0])
-    print(f"{probe.trace}, validation part (last {probe.val_fraction:.0%} of the train split), {probe.val_windows} "
-          f"windows x {probe.val_length} jobs, backfill {probe.backfill}; per variant, the seeds' validation bsld of "
-          "the kept network (lower is better)")
+    probe = recipes[0]
+    sel = probe.selection
+    print(f"{probe.source.trace}, validation part (last {sel.val_fraction:.0%} of the train split), {sel.val_windows} "
+          f"windows x {sel.val_length} jobs, backfill {probe.environment.backfill}; per variant, the seeds' "
+          "validation bsld of the kept network (lower is better)")
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
     return 0
 

@@ -72,6 +72,7 @@ from experiments.fanout import Executor
 from experiments.protocol import Data, run_data, tuned_flag
 from experiments.runs import RunFolder
 from experiments.study_report import UNTRAINABLE, StudyFolder
+from experiments.training import loop
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 from hpcgym.errors import NoDecisionError
@@ -226,7 +227,8 @@ def train_base(args: Args) -> train.Args:
 def quick_fit(args: Args, base: train.Args, data: Data, say: Any) -> tuple[Args, train.Args]:
     """The smoke preset's windows, shortened to a small trace's parts (a Mustang week's validation part: 69 jobs).
 
-    Only ``--quick`` adapts; a full study refuses windows longer than their part (``experiments.train.check_inputs``).
+    Only ``--quick`` adapts; a full study refuses windows longer than their part
+    (``experiments.training.loop.check_inputs``).
     """
     caps = {"val_length": data.shortest_validation, "window": len(data.fit), "clone_window": len(data.fit)}
     changes = {k: cap for k, cap in caps.items() if getattr(base, k) > cap}
@@ -319,7 +321,7 @@ def do_fit(task: FitTask) -> dict[str, Any]:
     where = Path(task.where)
     with _log_to(where.parent / f"{where.name}.log"):
         _set_threads(task.threads)
-        data = run_data(task.data_args)
+        data = run_data(task.data_args, task.data_args)
         model = synth.get(task.model, max_nodes=data.machine.nodes, **task.params)
         model.fit(fit_table(data, task.rows), seed=task.seed)
         FitCache(where.parent).save(model, where)  # atomic; another study's save of the same fit is kept
@@ -338,7 +340,7 @@ def do_run(task: RunTask) -> dict[str, Any]:
         if task.stage == "train":
             model = Synthesizer.load(task.synthesizer) if task.synthesizer else None
             try:
-                train.train(task.args, model)
+                loop.train(train.recipe_of(task.args), model)
             except NoDecisionError as exc:  # a result about the source, not a failure of the study
                 untrainable = exc
         else:
@@ -390,7 +392,7 @@ def do_fidelity(task: FidelityTask) -> dict[str, Any]:
     started = time.perf_counter()
     with _log_to(Path(task.log)):
         _set_threads(task.threads)
-        data = run_data(task.data_args)
+        data = run_data(task.data_args, task.data_args)
         test = traces.split(traces.read(task.data_args.trace, **task.data_args.read_kwargs()), "test")
         if task.jobs and task.jobs < len(test):
             test = head(test, task.jobs)
@@ -431,12 +433,14 @@ class Study:
         self.timing: dict[str, dict[str, Any]] = {}
         self.failures: list[str] = []
         shared = train_base(args)
-        self.data = run_data(train_args(args, "real", args.seeds[0], shared))
+        real = train_args(args, "real", args.seeds[0], shared)
+        self.data = run_data(real, real)
         if args.quick:
             args, shared = quick_fit(args, shared, self.data, self.say)
             self.args = args
         self.base = train_args(args, "real", args.seeds[0], shared)
-        train.check_inputs(self.base, self.data)  # before any fit: a window longer than its part is a usage error
+        # before any fit: a window longer than its part is a usage error
+        loop.check_inputs(train.recipe_of(self.base), self.data)
         self.params = fit_params(args)
         self.fits: dict[str, Path] = {}
         self.runs = {(s, seed): train_args(args, s, seed, shared) for s in args.source_list for seed in args.seeds}

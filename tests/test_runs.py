@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from pathlib import Path
 
 import pytest
 
-from experiments import arguments, runs, seeds, study, train
+from experiments import arguments, runs, study, train
 from experiments.fanout import Executor
+from experiments.training import many
 from hpcgym import cli
 
 
@@ -22,18 +22,18 @@ def test_a_trace_given_as_a_path_names_the_run_by_its_file():
     assert train.Args(run_name="mine", seed=4).name == "mine"  # --run-name as given for one run
 
 
-def _folder_of(args: train.Args) -> str:
-    return str(Path(args.runs_dir) / args.name)
-
-
-def test_the_seeds_of_a_setting_share_a_base_name():
-    args = train.Args(trace="/data/logs/lublin_256.swf.gz", workload="real", seeds=[0, 2], eval_windows=0,
-                      runs_dir="out")
-    dirs, table = seeds.run(args, _folder_of)
+def test_the_seeds_of_a_setting_share_a_base_name(monkeypatch):
+    recipe = train.recipe_of(train.Args(trace="/data/logs/lublin_256.swf.gz", workload="real", eval_windows=0,
+                                        runs_dir="out"))
+    per_seed = many.seeds_of(recipe, [0, 2])
+    assert [r.folder.as_posix() for r in per_seed] == ["out/lublin_256-real-ppo-s0", "out/lublin_256-real-ppo-s2"]
+    assert [r.run.seed for r in per_seed] == [0, 2]
+    monkeypatch.setattr(many, "run_all", lambda recipes, **kw: [str(r.folder) for r in recipes])
+    dirs, table = many.run_seeds(recipe, [0, 2])
     assert [d.as_posix() for d in dirs] == ["out/lublin_256-real-ppo-s0", "out/lublin_256-real-ppo-s2"]
     assert table is None  # no test windows, no table
-    dirs, _ = seeds.run(train.Args(run_name="mine", seeds=[1], eval_windows=0), _folder_of)
-    assert [d.name for d in dirs] == ["mine-s1"]
+    mine = many.seeds_of(train.recipe_of(train.Args(run_name="mine", eval_windows=0)), [1])
+    assert [r.name for r in mine] == ["mine-s1"]
 
 
 def test_seed_names_and_their_base():
