@@ -11,6 +11,7 @@ import pytest
 from experiments import arguments, runs, study, train
 from experiments.fanout import Executor
 from experiments.training import many
+from experiments.training import study as stages
 from hpcgym import cli
 
 
@@ -118,13 +119,13 @@ def test_a_trace_flag_without_a_field_is_refused(monkeypatch):
 def test_the_study_builds_each_run_from_the_shared_settings():
     args = study.parse_args(["--quick", "--trace", "lublin-256", "--machine", "256", "--", "--envs", "2",
                              "--learning-rate", "1e-4"])
-    real, synthetic = study.train_args(args, "real", 0), study.train_args(args, "tvae", 1)
+    real, synthetic = stages.train_args(args, "real", 0), stages.train_args(args, "tvae", 1)
     assert (real.envs, real.learning_rate, real.window, real.machine) == (2, 1e-4, 64, "256")  # flags, then preset
     assert (real.workload, real.sample_pool, real.run_name, real.quiet) == ("real", 0, "real-s0", True)
     assert (synthetic.workload, synthetic.synthesizer, synthetic.sample_pool) == ("synthetic", "tvae", 2048)
     assert synthetic.runs_dir == str(args.out_dir / "runs")
     with pytest.raises(cli.UsageError, match="sample-pool"):
-        study.train_args(study.parse_args(["--sample-pool", "10"]), "tvae", 0)
+        stages.train_args(study.parse_args(["--sample-pool", "10"]), "tvae", 0)
 
 
 # ---- fan-out -------------------------------------------------------------------------------------------------
