@@ -132,3 +132,13 @@ def test_the_quick_study_gives_the_numbers_of_before(tmp_path):
           "--workers", "1"])
     for source in ("real", "arrivals"):
         _same_as_before(tmp_path / "runs" / f"{source}-s0", f"study_{source}")
+
+
+@pytest.mark.slow
+def test_the_recipe_sweep_gives_the_numbers_of_before(tmp_path):
+    """Its attention variant was ``--attention 2`` then and is ``--policy-kwargs '{"attention": 2}'`` now."""
+    _run(["experiments.recipe_sweep", "--seeds", "0", "--variants", "default", "tuned-residual-attn", "--workers", "1",
+          "--check-windows", "1", "--out", str(tmp_path), "--", *TINY, "--workload", "real", "--timesteps", "256",
+          "--quiet"])
+    got, want = pd.read_csv(tmp_path / "runs.csv"), pd.read_csv(GOLDEN / "recipe_sweep_runs.csv")
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9, atol=1e-9)
