@@ -337,11 +337,7 @@ class Recipe:
         removed since); a setting missing takes its default. Version 1's ``attention`` (the flag ``--attention``,
         dropped: measured no better, docs/journal/results-2026-11.md) becomes the scorer's ``policy_kwargs``.
         """
-        flat = dict(settings)
-        attention = flat.pop("attention", 0)
-        if attention:
-            kwargs = json.loads(flat.get("policy_kwargs") or "{}")
-            flat["policy_kwargs"] = json.dumps({"attention": attention, **kwargs})
+        flat = upgrade(settings)
         parts = {}
         for name, section in SECTIONS.items():
             known = {f.name for f in dataclasses.fields(section)}
@@ -351,6 +347,19 @@ class Recipe:
     def replace(self, **changes: Any) -> Recipe:
         """A copy with the flat settings ``changes`` (e.g. ``seed=1, run_name="x-s1"``), validated again."""
         return Recipe.from_settings({**self.settings(), **changes})
+
+
+def upgrade(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings of any version (``args.json``, flags) in today's names.
+
+    Version 1's ``attention``, a flag dropped since, becomes the scorer's ``policy_kwargs`` (``{"attention": N}``).
+    """
+    flat = dict(settings)
+    attention = flat.pop("attention", 0)
+    if attention:
+        kwargs = json.loads(flat.get("policy_kwargs") or "{}")
+        flat["policy_kwargs"] = json.dumps({"attention": attention, **kwargs})
+    return flat
 
 
 def _check_across(r: Recipe) -> None:

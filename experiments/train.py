@@ -35,6 +35,7 @@ from __future__ import annotations
 import time
 
 from experiments import arguments, runs
+from experiments.recipe import upgrade
 from experiments.training.flags import Args, check_args, recipe_of
 from hpcgym import cli
 
@@ -51,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     ap = parser()
     args, given = arguments.parse(Args, ap, argv)
     try:
-        args = runs.resumed(args, given)
+        args = runs.resumed(args, given, upgrade)
         check_args(args)
     except cli.UsageError as exc:
         ap.error(str(exc))

@@ -61,6 +61,14 @@ def test_the_dropped_attention_flag_becomes_the_scorers_keyword():
         Recipe.from_settings({"attention": 2, "algo": "dqn"})
 
 
+def test_resuming_an_old_run_with_attention_keeps_it(tmp_path):
+    old = json.loads((GOLDEN / "args.json").read_text())
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "args.json").write_text(json.dumps({**old, "attention": 2, "run_name": "r"}))
+    args = train.parse_args(["--runs-dir", str(tmp_path), "--run-name", "r", "--resume", "--timesteps", "512"])
+    assert json.loads(args.policy_kwargs) == {"attention": 2} and args.timesteps == 512 and args.window == 64
+
+
 @pytest.mark.parametrize(("settings", "message"), [
     ({"action": "guarded", "backfill": "none"}, "--action guarded chooses among EASY's backfill candidates"),
     ({"teach": "runtimes"}, "--teach fits a residual's correction"),
