@@ -150,3 +150,11 @@ def test_the_recipe_sweep_gives_the_numbers_of_before(tmp_path):
           "--quiet"])
     got, want = pd.read_csv(tmp_path / "runs.csv"), pd.read_csv(GOLDEN / "recipe_sweep_runs.csv")
     pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_the_sweep_on_ray_gives_the_numbers_of_before(tmp_path):
+    _run(["experiments.sweep", "--backend", "ray", "--seeds", "0", "1", "--workloads", "real", "--", *TINY,
+          "--timesteps", "300", "--runs-dir", str(tmp_path), "--quiet"])
+    for seed in (0, 1):
+        _same_as_before(tmp_path / f"lublin-256-real-ppo-s{seed}", f"sweep_s{seed}")
