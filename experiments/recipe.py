@@ -157,8 +157,8 @@ class Network:
                                          "differ by one logit")
 
     def __post_init__(self) -> None:
-        if self.prior_temperature <= 0:
-            raise cli.UsageError("--kl-coef and --attention must be >= 0, --prior-temperature > 0")
+        if not self.prior_temperature > 0:
+            raise cli.UsageError(f"--prior-temperature must be > 0, not {self.prior_temperature}")
         rank_columns(self.ranks)
         self.kwargs()
 
@@ -212,12 +212,11 @@ class Algorithm:
     def __post_init__(self) -> None:
         _check_fields(self)
         if not (self.learning_rate > 0 and 0 <= self.gamma <= 1):
-            raise cli.UsageError("--learning-rate must be > 0, --val-fraction between 0 and 1 (both excluded), "
-                                 "--gamma between 0 and 1")
+            raise cli.UsageError("--learning-rate must be > 0 and --gamma between 0 and 1")
         if self.kl_coef and self.ent_coef:
             raise cli.UsageError("--kl-coef takes the place of the entropy bonus: give --ent-coef 0 with it")
-        if self.kl_coef < 0:
-            raise cli.UsageError("--kl-coef and --attention must be >= 0, --prior-temperature > 0")
+        if not self.kl_coef >= 0:
+            raise cli.UsageError(f"--kl-coef must be >= 0, not {self.kl_coef}")
 
 
 @dataclass(frozen=True)
@@ -256,8 +255,7 @@ class Selection:
     def __post_init__(self) -> None:
         _check_fields(self)
         if not 0 < self.val_fraction < 1:
-            raise cli.UsageError("--learning-rate must be > 0, --val-fraction between 0 and 1 (both excluded), "
-                                 "--gamma between 0 and 1")
+            raise cli.UsageError(f"--val-fraction must be between 0 and 1 (both excluded), not {self.val_fraction}")
 
 
 @dataclass(frozen=True)
