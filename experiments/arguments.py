@@ -133,15 +133,18 @@ def parse(cls: type[T], ap: argparse.ArgumentParser, argv: Sequence[str] | None)
     return cls(**values), given
 
 
-def flat(name: str, sections: Sequence[type], base: type = TraceReading,
+def flat(name: str, module: str, sections: Sequence[type], base: type = TraceReading,
          namespace: dict[str, Any] | None = None) -> type:
     """One mutable dataclass with every field of the dataclasses ``sections``, in order.
 
     A command line's ``Args`` (:func:`parser`) built from a recipe's sections: each field keeps its default and its
-    flag's metadata, so a setting is defined once, in its section. ``namespace``: the class's methods and properties.
+    flag's metadata, so a setting is defined once, in its section. ``module``: where the class is bound to ``name``
+    (so that it pickles: runs in other processes get it); ``namespace``: its methods and properties.
     """
     fields = [(f.name, f.type, _copy(f)) for s in sections for f in dataclasses.fields(s)]
-    return dataclasses.make_dataclass(name, fields, bases=(base,), namespace=namespace or {})
+    cls = dataclasses.make_dataclass(name, fields, bases=(base,), namespace=namespace or {})
+    cls.__module__ = module
+    return cls
 
 
 def _copy(f: dataclasses.Field) -> Any:

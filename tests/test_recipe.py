@@ -52,6 +52,14 @@ def test_sections_are_frozen_and_a_replace_is_checked_again():
         recipe.replace(envs=0)
 
 
+def test_flags_and_recipes_pickle_for_runs_in_other_processes():
+    import pickle
+
+    args = train.parse_args(["--trace", "lublin-256", "--seed", "3"])
+    assert pickle.loads(pickle.dumps(args)) == args
+    assert pickle.loads(pickle.dumps(train.recipe_of(args))) == train.recipe_of(args)
+
+
 def test_the_dropped_attention_flag_becomes_the_scorers_keyword():
     old = {"attention": 2, "policy_kwargs": '{"hidden": [8]}', "algo": "ppo", "clone": ""}
     recipe = Recipe.from_settings(old)

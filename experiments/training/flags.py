@@ -30,7 +30,7 @@ def _name(args: object) -> str:
 
 
 #: Every flag of a training run: the recipe's fields, flat, and :class:`Seeds`.
-Args = arguments.flat("Args", [*SECTIONS.values(), Seeds], namespace={"name": property(_name)})
+Args = arguments.flat("Args", __name__, [*SECTIONS.values(), Seeds], namespace={"name": property(_name)})
 
 
 def recipe_of(args: Args) -> Recipe:
