@@ -30,13 +30,14 @@ def main() -> None:
     ap.add_argument("--runs-dir", default="runs", help="where the fit cache is (runs/cache)")
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
-    from experiments import train
     from experiments.protocol import run_data
+    from experiments.recipe import Recipe
+    from experiments.training import parts
 
-    args = train.Args(trace=opts.trace, workload=opts.workload, runs_dir=opts.runs_dir)
-    data = run_data(args)
-    workload = train.training_workload(args, data)
-    env = train.make_env(args, data, workload)  # recorded and seeded, as a run's (no monitor file)
+    recipe = Recipe.from_settings({"trace": opts.trace, "workload": opts.workload, "runs_dir": opts.runs_dir})
+    data = run_data(recipe.source, recipe.selection)
+    workload = parts.training_workload(recipe.source, recipe.run.seed, recipe.run.runs_dir, data)
+    env = parts.training_env(recipe, data, workload)  # recorded and seeded, as a run's (no monitor file)
     rng = np.random.default_rng(0)
     obs = env.reset()
     started = time.perf_counter()
@@ -47,7 +48,7 @@ def main() -> None:
     record_s = time.perf_counter() - started
     history = env.history()
     size = len(gzip.compress(pickle.dumps(history, protocol=pickle.HIGHEST_PROTOCOL), mtime=0))
-    fresh = train.make_env(args, data, workload)
+    fresh = parts.training_env(recipe, data, workload)
     started = time.perf_counter()
     replayed = fresh.replay(history)
     replay_s = time.perf_counter() - started

@@ -35,16 +35,10 @@ def flag(default: Any, text: str, **metadata: Any) -> Any:
     return field(default=default, metadata={"help": text, **metadata})
 
 
-@dataclass
-class TraceArgs:
-    """The real trace an experiment reads, and how to read it (an ``Args`` dataclass's first fields)."""
+class TraceReading:
+    """How to read a trace, for a dataclass with the fields of :class:`TraceArgs` (``trace``, :data:`TRACE_FLAGS`)."""
 
-    trace: str = flag("theta", "real trace (bundled name or file)")
-    format: str = ""  #: ``--format`` (:func:`hpcgym.cli.add_trace_args`); empty: from the file's name and header
-    machine: str = ""  #: ``--machine`` as text; empty: the trace's own
-    columns: str = ""  #: ``--columns`` as text (for ``--format csv``)
-    round: str = ""  #: ``--round`` as text; empty: the readers' defaults (counts must be whole)
-    on_duplicate: str = "warn"  #: ``--on-duplicate``: ``warn`` (keep jobs whose id repeats) or ``error``
+    trace: str
 
     def read_kwargs(self) -> dict[str, Any]:
         """How to read the trace: :func:`hpcgym.traces.read`'s keyword arguments (:data:`TRACE_FLAGS`)."""
@@ -54,6 +48,18 @@ class TraceArgs:
     def trace_label(self) -> str:
         """The trace's short name (a path's file name without extensions)."""
         return Path(self.trace).name.split(".")[0] or "trace"
+
+
+@dataclass
+class TraceArgs(TraceReading):
+    """The real trace an experiment reads, and how to read it (an ``Args`` dataclass's first fields)."""
+
+    trace: str = flag("theta", "real trace (bundled name or file)")
+    format: str = ""  #: ``--format`` (:func:`hpcgym.cli.add_trace_args`); empty: from the file's name and header
+    machine: str = ""  #: ``--machine`` as text; empty: the trace's own
+    columns: str = ""  #: ``--columns`` as text (for ``--format csv``)
+    round: str = ""  #: ``--round`` as text; empty: the readers' defaults (counts must be whole)
+    on_duplicate: str = "warn"  #: ``--on-duplicate``: ``warn`` (keep jobs whose id repeats) or ``error``
 
 
 def parser(cls: type, prog: str, description: str | None) -> cli.ArgumentParser:
@@ -125,3 +131,23 @@ def parse(cls: type[T], ap: argparse.ArgumentParser, argv: Sequence[str] | None)
     probe.set_defaults(**{f.name: unset for f in dataclasses.fields(cls)})
     given = {k for k, v in vars(probe.parse_args(argv)).items() if v is not unset}
     return cls(**values), given
+
+
+def flat(name: str, module: str, sections: Sequence[type], base: type = TraceReading,
+         namespace: dict[str, Any] | None = None) -> type:
+    """One mutable dataclass with every field of the dataclasses ``sections``, in order.
+
+    A command line's ``Args`` (:func:`parser`) built from a recipe's sections: each field keeps its default and its
+    flag's metadata, so a setting is defined once, in its section. ``module``: where the class is bound to ``name``
+    (so that it pickles: runs in other processes get it); ``namespace``: its methods and properties.
+    """
+    fields = [(f.name, f.type, _copy(f)) for s in sections for f in dataclasses.fields(s)]
+    cls = dataclasses.make_dataclass(name, fields, bases=(base,), namespace=namespace or {})
+    cls.__module__ = module
+    return cls
+
+
+def _copy(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return field(default_factory=f.default_factory, metadata=f.metadata)
+    return field(default=f.default, metadata=f.metadata)

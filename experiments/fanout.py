@@ -1,8 +1,8 @@
 """Fan-out: one function over many tasks, in this process, in a pool of processes, or as Ray tasks.
 
 Every driver that runs several trainings at once goes through :class:`Executor`: the seeds of
-``experiments.train --seeds``, the variants of ``experiments.recipe_sweep``, the grid of ``experiments.sweep`` and
-the stages of ``experiments.study``.
+``experiments.train --seeds``, the variants of ``experiments.recipe_sweep`` and the grid of ``experiments.sweep``
+as lists of recipes (``experiments.training.many.run_all``), and the stages of ``experiments.study``.
 
 - ``backend="local"``, ``jobs=1``: in this process, one task after the other (an error stops at once).
 - ``backend="local"``, ``jobs>1``: a pool of ``jobs`` processes started with ``spawn`` (a fresh interpreter each: no

@@ -15,12 +15,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from experiments.arguments import TraceArgs
+from experiments.arguments import TraceReading
 from hpcgym import cli
 from hpcgym.errors import EmptyTraceError
 from hpcgym.sim.policy import PriorityPolicy
@@ -46,7 +46,7 @@ class Data:
         return min((hi - lo for lo, hi in self.val_periods), default=len(self.validation))
 
 
-def load_data(args: TraceArgs, val_fraction: float, periods: int = 1) -> Data:
+def load_data(args: TraceReading, val_fraction: float, periods: int = 1) -> Data:
     """Read the trace and carve the train split into the training part and the validation part.
 
     The train split is cut into ``periods`` equal stretches of jobs; the last ``val_fraction`` of each is
@@ -73,9 +73,16 @@ def load_data(args: TraceArgs, val_fraction: float, periods: int = 1) -> Data:
                 [(int(a), int(b)) for a, b in zip(ends[:-1], ends[1:], strict=True)])
 
 
-def run_data(args: Any) -> Data:
-    """:func:`load_data` with a run's own ``--val-fraction`` and ``--val-periods`` (an ``experiments.train.Args``)."""
-    return load_data(args, args.val_fraction, args.val_periods)
+class ValidationPart(Protocol):
+    """Where the validation part comes from (``experiments.recipe.Selection``, or a flat ``Args``)."""
+
+    val_fraction: float
+    val_periods: int
+
+
+def run_data(source: TraceReading, selection: ValidationPart) -> Data:
+    """:func:`load_data` with a run's own ``--val-fraction`` and ``--val-periods``."""
+    return load_data(source, selection.val_fraction, selection.val_periods)
 
 
 def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:

@@ -1,87 +1,433 @@
-"""The training recipe's parts, as ``experiments.train`` assembles them.
+"""The training recipe: one frozen, typed :class:`Recipe` made of sections, each validated where it is defined.
 
-What the agent trains on (:func:`training_workload`: real windows, a synthesizer's samples, or both), its
-environments (:func:`env_kwargs`, :func:`make_env`), its network (:func:`network`: the job scorer with the recipe's
-queue ranks, attention and prior, SB3's MLP, or a user's ``MODULE:CLASS``, with ``--policy-kwargs`` over them), the
-algorithm (:func:`make_model`: MaskablePPO or the masked DQN, new or from a checkpoint) and the warm start
-(:func:`warm_start`: a behaviour clone of a heuristic, or a residual on its score). :func:`check_recipe` refuses
-combinations of the recipe's flags that cannot run, before anything is read. Each function takes
-:class:`experiments.train.Args`.
+====================  ============================================================================================
+section               what it says
+====================  ============================================================================================
+:class:`Source`       the real trace (its train split is the training data, its test split the evaluation), what
+                      the agent trains on (real windows, a synthesizer's samples, or both) and the ``tuned`` fit
+:class:`Environment`  the simulator and the environment every network of the run plays in (backfilling, slots,
+                      observation, action mode, reward, parallel windows)
+:class:`Network`      the agent's network (the job scorer, SB3's MLP or a user's class) and the residual's prior
+:class:`Algorithm`    PPO or the masked DQN and their hyper-parameters
+:class:`WarmStart`    what RL starts from: a behaviour clone of a heuristic, a residual's teacher, or nothing
+:class:`Selection`    the validation part and windows the kept network and the warm start are chosen on
+:class:`Run`          the seed, the budget, the test windows and where the run folder goes
+====================  ============================================================================================
+
+A section's ``__post_init__`` refuses values that cannot run (:class:`hpcgym.cli.UsageError`, naming the flag);
+:class:`Recipe`'s refuses combinations across sections and names that cannot be found (heuristics, the ``tuned``
+fit, the synthesizer). A field's ``help`` is its command-line flag's help (``experiments.train`` builds its flat
+``Args`` from these fields). The recipe is saved in the run folder's ``args.json`` as one flat object with a
+``version`` (:meth:`Recipe.settings`) and read back with :meth:`Recipe.from_settings`, which also reads the files
+written before the version existed.
+
+To add a choice to a setting (a reward kind, say), add it to :data:`CHOICES`.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
-import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments import arguments, runs
-from experiments.protocol import Data
+from experiments import runs
+from experiments.arguments import TraceReading, flag
 from hpcgym import cli
-from hpcgym import io as hpcgym_io
+from hpcgym.rewards import OBJECTIVES
 
-#: :class:`experiments.train.Args` (named, not imported: ``experiments.train`` imports this module)
-Args = Any
+#: the version :meth:`Recipe.settings` writes (1: the flat ``experiments.train.Args`` of before, without a version)
+VERSION = 2
 #: the networks ``--network`` names; anything else is a ``MODULE:CLASS``
 NETWORKS = ("scorer", "mlp")
+#: the values a text setting may take
+CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "backfill": ("none", "easy"),
+           "reward": ("objective", "log"), "start": ("best", "clone"), "features": ("v0", "v1"),
+           "predictor": ("", "walltime", "last2", "median5"), "action": ("pick", "guarded", "hold"),
+           "teach": ("", "runtimes"), "objective": OBJECTIVES}
+#: the least value of each whole-number setting
+AT_LEAST = {"sample_pool": 0, "timesteps": 0, "window": 2, "slots": 1, "envs": 1, "n_steps": 1, "n_epochs": 1,
+            "batch_size": 1, "clone_episodes": 1, "clone_window": 2, "clone_epochs": 1, "val_windows": 0,
+            "val_periods": 1, "val_length": 2, "val_every": 1, "eval_windows": 0, "eval_length": 2,
+            "checkpoint_every": 1, "threads": 1}
+#: the numeric settings SB3 takes without checking them, with the range each must be in (closed ends)
+RANGES = {"gae_lambda": (0.0, 1.0), "clip_range": (1e-12, float("inf")), "target_kl": (0.0, float("inf")),
+          "ent_coef": (0.0, float("inf")), "time_scale": (0.0, float("inf"))}
+#: settings whose flag is not ``--`` + the name with dashes
+FLAGS = {"policy": "--network", "val_length": "--val-window", "eval_length": "--eval-window"}
 
 
-def check_recipe(args: Args) -> None:
-    """Refuse combinations of the recipe's flags that cannot run, and heuristics that cannot be found."""
-    scorer_ppo = args.algo == "ppo" and args.policy == "scorer"
-    if (args.prior or args.kl_coef or args.attention) and not scorer_ppo:
-        raise cli.UsageError("--prior, --kl-coef and --attention need --algo ppo --network scorer")
-    if args.action != "pick" and args.algo != "ppo":
-        raise cli.UsageError(f"--action {args.action} needs --algo ppo (the masked DQN reads its masks from the "
-                             "observation, which shows every waiting job as a choice)")
-    if args.action == "guarded" and args.backfill != "easy":
-        raise cli.UsageError("--action guarded chooses among EASY's backfill candidates: it needs --backfill easy")
-    if args.action == "hold" and args.hold_limit < 1:
-        raise cli.UsageError(f"--hold-limit must be at least 1 second, not {args.hold_limit}")
-    if args.teach and not (args.prior and not args.clone):
-        raise cli.UsageError("--teach fits a residual's correction: give --prior with it, and --clone ''")
-    if args.kl_coef and args.ent_coef:
-        raise cli.UsageError("--kl-coef takes the place of the entropy bonus: give --ent-coef 0 with it")
-    if args.kl_coef < 0 or args.prior_temperature <= 0 or args.attention < 0:
-        raise cli.UsageError("--kl-coef and --attention must be >= 0, --prior-temperature > 0")
-    check_heuristics(args)
+def flag_of(name: str) -> str:
+    """The command-line flag of the setting ``name``."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-def check_heuristics(args: Args) -> None:
-    """Refuse a ``--tuned`` fit that cannot be read, and heuristics (``--clone``, ``--prior``, ...) not found."""
-    from baselines import tuned
-    from experiments.protocol import TUNED_ON_WORKLOAD, heuristic
+def _check_fields(section: Any) -> None:
+    """Refuse a field of ``section`` outside :data:`CHOICES`, :data:`AT_LEAST` or :data:`RANGES`."""
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        if f.name in CHOICES and value not in CHOICES[f.name]:
+            raise cli.UsageError(f"{flag_of(f.name)} must be one of {CHOICES[f.name]}")
+        if f.name in AT_LEAST and value < AT_LEAST[f.name]:
+            raise cli.UsageError(f"{flag_of(f.name)} must be at least {AT_LEAST[f.name]}, not {value}")
+        if f.name in RANGES and not RANGES[f.name][0] <= value <= RANGES[f.name][1]:  # NaN fails both
+            lo, hi = RANGES[f.name]
+            what = f"between {lo:g} and {hi:g}" if hi < float("inf") else ("> 0" if lo > 0 else ">= 0")
+            raise cli.UsageError(f"{flag_of(f.name)} must be {what}, not {value}")
 
-    if args.tuned and args.tuned != TUNED_ON_WORKLOAD:
+
+@dataclass(frozen=True)
+class Source(TraceReading):
+    """The real trace and what the agent trains on."""
+
+    trace: str = flag("theta", "real trace (bundled name or file): its train split is the training data, its test "
+                               "split the evaluation")
+    format: str = ""  #: ``--format`` (:func:`hpcgym.cli.add_trace_args`); empty: from the file's name and header
+    machine: str = ""  #: ``--machine`` as text; empty: the trace's own
+    columns: str = ""  #: ``--columns`` as text (for ``--format csv``)
+    round: str = ""  #: ``--round`` as text; empty: the readers' defaults (counts must be whole)
+    on_duplicate: str = "warn"  #: ``--on-duplicate``: ``warn`` (keep jobs whose id repeats) or ``error``
+    workload: str = flag("synthetic", "real | synthetic | mixed (real and synthetic windows alternately): what the "
+                                      "agent trains on")
+    synthesizer: str = flag("arrivals", "for --workload synthetic|mixed: a synthesizer's name (fitted on the training "
+                                        "part; those of installed packages too: docs/extend.md), or the folder of one "
+                                        "fitted already (synth.fit --out)")
+    sample_pool: int = flag(0, "sample this many jobs from the synthesizer once (seeded by --seed) and train on "
+                               "windows of them; 0: a new sample every episode (slow for realtabformer and the SDV "
+                               "models)")
+    tuned: str = flag("", "the fit that `tuned` means in --prior, --order, --baseline and --clone: a fit's JSON file "
+                          "(python -m baselines.tune --out); workload: fitted first on this run's training workload "
+                          "(the real training part, or the synthetic pool; cached in RUNS_DIR/cache/tuned), so that "
+                          "what the agent knows comes from its training data only; empty: the trace's own fit")
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The simulator and the environment every network of the run plays in (training, validation, test)."""
+
+    backfill: str = flag("easy", "none | easy: the simulator's backfilling")
+    order: str = flag("saf", "heuristic whose order the EASY backfill scan follows")
+    window: int = flag(256, "jobs per training episode")
+    slots: int = flag(128, "visible queue slots (the action space)")
+    time_scale: float = flag(0.0, "seconds the observation's log time features map to 1, the same in training, "
+                                  "validation and evaluation; 0: the training workload's longest walltime (saved in "
+                                  "scales.json)")
+    objective: str = flag("bsld", "bsld | wait | turnaround | util")
+    reward: str = flag("log", "objective | log: the final reward's scale (hpcgym.rewards)")
+    baseline: str = flag("saf", "heuristic the reward is relative to on the same window; empty: none")
+    envs: int = flag(16, "parallel windows (copies of the vector environment)")
+    features: str = flag("v0", "the observation's columns: v0 | v1 (adds each job's runtime estimate, its user's "
+                               "accuracy and history, whether it may start without delaying the reservation, and the "
+                               "reservation and the release profile; docs/definitions.md)")
+    predictor: str = flag("", "runtime predictor of EASY's reservations, backfill checks and scan order: walltime | "
+                              "last2 | median5; empty: that of the heuristic of --clone (or --prior, or --order)")
+    action: str = flag("pick", "what the agent chooses (docs/simulation.md, action modes): pick (the head of the pass) "
+                               "| guarded (the backfill job, among those that cannot delay EASY's reservation for "
+                               "--order's head) | hold (the head, or a hold: start nothing until the next event)")
+    hold_limit: int = flag(3600, "--action hold: seconds of holds a job may be charged before it must start")
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+        if self.action == "guarded" and self.backfill != "easy":
+            raise cli.UsageError("--action guarded chooses among EASY's backfill candidates: it needs --backfill easy")
+        if self.action == "hold" and self.hold_limit < 1:
+            raise cli.UsageError(f"--hold-limit must be at least 1 second, not {self.hold_limit}")
+
+
+@dataclass(frozen=True)
+class Network:
+    """The agent's network."""
+
+    policy: str = flag("scorer", "the agent's network: scorer (shared per-slot job scorer) | mlp | MODULE:CLASS (your "
+                                 "own SB3 policy class; for PPO a MaskableActorCriticPolicy: docs/extend.md)",
+                       flag="--network", aliases=("--policy",))
+    ranks: str = flag("walltime,nodes,area", "job columns (hpcgym.observation.JOB_FEATURES) whose rank within the "
+                                             "queue the scorer also sees; empty: none")
+    policy_kwargs: str = flag("", "a JSON object of keyword arguments for the network (SB3's policy_kwargs), over "
+                                  "--ranks, e.g. '{\"hidden\": [64, 32]}' or the scorer's self-attention across the "
+                                  "queue, '{\"attention\": 2}'; empty: none")
+    prior: str = flag("", "residual policy (PPO scorer): the logits are this heuristic's preference (saf, sjf, tuned: "
+                          "the trace's fit, ...) plus a learned correction that starts at 0; replaces --clone")
+    prior_temperature: float = flag(0.1, "--prior's softness: jobs whose weighted size differs by a factor e^T "
+                                         "differ by one logit")
+
+    def __post_init__(self) -> None:
+        if not self.prior_temperature > 0:
+            raise cli.UsageError(f"--prior-temperature must be > 0, not {self.prior_temperature}")
+        rank_columns(self.ranks)
+        self.kwargs()
+
+    def kwargs(self) -> dict[str, Any]:
+        """``--policy-kwargs`` as a dict (refused in one line if it is not a JSON object)."""
+        if not self.policy_kwargs:
+            return {}
         try:
-            tuned.load(args.tuned)
+            kwargs = json.loads(self.policy_kwargs)
+        except json.JSONDecodeError as exc:
+            raise cli.UsageError(f"--policy-kwargs {self.policy_kwargs!r}: not JSON ({exc})") from None
+        if not isinstance(kwargs, dict):
+            raise cli.UsageError(f"--policy-kwargs {self.policy_kwargs!r}: expected a JSON object such as "
+                                 '\'{"hidden": [64, 32]}\'')
+        return kwargs
+
+    @property
+    def scorer(self) -> bool:
+        """Whether the network is the job scorer."""
+        return self.policy == "scorer"
+
+
+def rank_columns(names: str) -> tuple[int, ...]:
+    """``--ranks``' column names as indices of the observation's job row."""
+    from hpcgym.observation import JOB_FEATURES
+
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in JOB_FEATURES]
+    if unknown:
+        raise cli.UsageError(f"--ranks: unknown job column(s) {', '.join(unknown)}; they are {', '.join(JOB_FEATURES)}")
+    return tuple(JOB_FEATURES.index(n) for n in wanted)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """The RL algorithm and its hyper-parameters."""
+
+    algo: str = flag("ppo", "ppo (sb3-contrib MaskablePPO) | dqn (masked DQN)")
+    learning_rate: float = flag(3e-4, "optimizer learning rate")
+    n_steps: int = flag(128, "PPO rollout length per env (rollout = n_steps x envs)")
+    n_epochs: int = flag(4, "PPO epochs per rollout")
+    batch_size: int = flag(512, "minibatch size")
+    clip_range: float = flag(0.2, "PPO clip range")
+    target_kl: float = flag(0.0, "PPO: stop an update's epochs past this KL (0: never)")
+    gamma: float = flag(1.0, "discount: 1, since the only reward comes at the episode's end")
+    gae_lambda: float = flag(0.97, "GAE lambda (PPO)")
+    ent_coef: float = flag(0.0, "entropy bonus (PPO)")
+    kl_coef: float = flag(0.0, "PPO: penalty on the KL divergence from the network RL starts from, in place of the "
+                               "entropy bonus (0: none)")
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+        if not (self.learning_rate > 0 and 0 <= self.gamma <= 1):
+            raise cli.UsageError("--learning-rate must be > 0 and --gamma between 0 and 1")
+        if self.kl_coef and self.ent_coef:
+            raise cli.UsageError("--kl-coef takes the place of the entropy bonus: give --ent-coef 0 with it")
+        if not self.kl_coef >= 0:
+            raise cli.UsageError(f"--kl-coef must be >= 0, not {self.kl_coef}")
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What RL starts from (``agents.pretrain`` does the work; ``experiments.training.warm_start`` wires it)."""
+
+    clone: str = flag("saf", "warm start (PPO and DQN): behaviour-clone this heuristic first (tuned: the trace's "
+                             "fit; NAME@exact: that heuristic told the jobs' own runtimes, a teacher no scheduler "
+                             "can be); with --prior, the teacher whose choices the correction is fitted to: "
+                             "NAME@exact, or the prior itself as a control (docs/results.md); empty: none")
+    teach: str = flag("", "with --prior: before RL, fit the correction to what the agent cannot see: runtimes (each "
+                          "waiting job's log runtime over its estimate, so the scorer is the prior on a runtime "
+                          "estimate learned from the training jobs; docs/results.md); empty: none")
+    clone_episodes: int = flag(100, "episodes of demonstrations for --clone (and --teach)")
+    clone_window: int = flag(1024, "jobs per demonstration episode (as long as the validation and test windows: long "
+                                   "queues are where a clone of short windows errs)")
+    clone_epochs: int = flag(40, "passes over the demonstrations for --clone")
+    start: str = flag("best", "best: RL starts from whichever of the untrained and the cloned network scores better "
+                              "on validation | clone")
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The validation part of the train split, and its windows (the kept network and the warm start)."""
+
+    val_fraction: float = flag(0.2, "last part of the train split kept for validation")
+    val_periods: int = flag(1, "validation from this many periods: the train split cut into as many equal stretches, "
+                               "the last --val-fraction of each held out, the validation windows shared among them")
+    val_windows: int = flag(16, "validation windows (0: keep the last model)")
+    val_length: int = flag(1024, "jobs per validation window", flag="--val-window", aliases=("--val-length",))
+    val_every: int = flag(20_000, "timesteps between validations")
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+        if not 0 < self.val_fraction < 1:
+            raise cli.UsageError(f"--val-fraction must be between 0 and 1 (both excluded), not {self.val_fraction}")
+
+
+@dataclass(frozen=True)
+class Run:
+    """The seed, the budget, the test windows and the run folder."""
+
+    timesteps: int = flag(100_000, "agent decisions to train for (all envs together)")
+    seed: int = flag(0, "seed of the agent, the environment and the synthesizer")
+    eval_windows: int = flag(20, "test windows in the final evaluation (0: none)")
+    eval_length: int = flag(1024, "jobs per test window", flag="--eval-window", aliases=("--eval-length",))
+    checkpoint_every: int = flag(20_000, "timesteps between checkpoints (each taken when the next rollout starts)")
+    runs_dir: str = flag(runs.RUNS_DIR, "where run folders go")
+    run_name: str = flag("", "run folder name; empty: trace-workload-algo-sSEED")
+    resume: bool = flag(False, "continue the run folder's run from its last intact checkpoint, with the run's saved "
+                               "settings: it ends as the uninterrupted run would have")
+    overwrite: bool = flag(False, "delete an existing run folder of this name first")
+    threads: int = flag(1, "torch threads (1 is fastest for these tiny networks)")
+    quiet: bool = flag(False, "no progress output (results and errors only)")
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+        if not 0 <= self.seed <= cli.MAX_SEED:
+            raise cli.UsageError(f"--seed must be between 0 and {cli.MAX_SEED}, not {self.seed}")
+        if self.resume and self.overwrite:
+            raise cli.UsageError("--resume continues the run folder and --overwrite deletes it: pick one")
+
+
+#: the sections of a recipe, by attribute name, in their order
+SECTIONS: dict[str, type] = {"source": Source, "environment": Environment, "network": Network,
+                             "algorithm": Algorithm, "warm_start": WarmStart, "selection": Selection, "run": Run}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything a training run needs, in sections (see the module docstring)."""
+
+    source: Source = dataclasses.field(default_factory=Source)
+    environment: Environment = dataclasses.field(default_factory=Environment)
+    network: Network = dataclasses.field(default_factory=Network)
+    algorithm: Algorithm = dataclasses.field(default_factory=Algorithm)
+    warm_start: WarmStart = dataclasses.field(default_factory=WarmStart)
+    selection: Selection = dataclasses.field(default_factory=Selection)
+    run: Run = dataclasses.field(default_factory=Run)
+
+    def __post_init__(self) -> None:
+        _check_across(self)
+        _check_names(self)
+
+    @property
+    def name(self) -> str:
+        """The run folder's name: ``--run-name``, else ``<trace>-<workload>-<algo>-s<seed>``."""
+        return self.run.run_name or runs.run_name(self.base, self.run.seed)
+
+    @property
+    def base(self) -> str:
+        """The name of this setting's runs without the seed: ``--run-name``, else ``<trace>-<workload>-<algo>``."""
+        return self.run.run_name or runs.default_base(self.source.trace_label, self.source.workload,
+                                                      self.algorithm.algo)
+
+    @property
+    def folder(self) -> Path:
+        """The run folder."""
+        return Path(self.run.runs_dir) / self.name
+
+    def settings(self) -> dict[str, Any]:
+        """The recipe as one flat object with its :data:`VERSION` (what ``args.json`` holds)."""
+        flat: dict[str, Any] = {"version": VERSION}
+        for name in SECTIONS:
+            flat.update(dataclasses.asdict(getattr(self, name)))
+        return flat
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Recipe:
+        """The recipe of a flat object: :meth:`settings`' output, an ``args.json`` of any version, or flags.
+
+        Settings a recipe does not have are ignored (the command line's ``--seeds`` and ``--workers``, flags
+        removed since); a setting missing takes its default. Version 1's ``attention`` (the flag ``--attention``,
+        dropped: measured no better, docs/journal/results-2026-11.md) becomes the scorer's ``policy_kwargs``.
+        """
+        flat = upgrade(settings)
+        parts = {}
+        for name, section in SECTIONS.items():
+            known = {f.name for f in dataclasses.fields(section)}
+            parts[name] = section(**{k: v for k, v in flat.items() if k in known})
+        return cls(**parts)
+
+    def replace(self, **changes: Any) -> Recipe:
+        """A copy with the flat settings ``changes`` (e.g. ``seed=1, run_name="x-s1"``), validated again."""
+        return Recipe.from_settings({**self.settings(), **changes})
+
+
+def upgrade(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings of any version (``args.json``, flags) in today's names.
+
+    Version 1's ``attention``, a flag dropped since, becomes the scorer's ``policy_kwargs`` (``{"attention": N}``).
+    """
+    flat = dict(settings)
+    attention = flat.pop("attention", 0)
+    if attention:
+        kwargs = json.loads(flat.get("policy_kwargs") or "{}")
+        flat["policy_kwargs"] = json.dumps({"attention": attention, **kwargs})
+    return flat
+
+
+def _check_across(r: Recipe) -> None:
+    """Refuse combinations of settings of several sections that cannot run."""
+    from hpcgym.env import SCALE_SAMPLE_JOBS
+
+    algo, net, env, warm = r.algorithm.algo, r.network, r.environment, r.warm_start
+    scorer_ppo = algo == "ppo" and net.scorer
+    attention = net.kwargs().get("attention", 0) if net.scorer else 0
+    if (net.prior or r.algorithm.kl_coef or attention) and not scorer_ppo:
+        raise cli.UsageError("--prior, --kl-coef and --attention need --algo ppo --network scorer")
+    if env.action != "pick" and algo != "ppo":
+        raise cli.UsageError(f"--action {env.action} needs --algo ppo (the masked DQN reads its masks from the "
+                             "observation, which shows every waiting job as a choice)")
+    if warm.teach and not (net.prior and not warm.clone):
+        raise cli.UsageError("--teach fits a residual's correction: give --prior with it, and --clone ''")
+    least = max(env.window, SCALE_SAMPLE_JOBS)  # the environment samples that many jobs for its scales
+    if r.source.sample_pool and r.source.sample_pool < least:
+        raise cli.UsageError(f"--sample-pool ({r.source.sample_pool}) must be 0 or at least {least} (--window, and "
+                             f"the {SCALE_SAMPLE_JOBS} jobs the environment's scales come from)")
+    if net.policy not in NETWORKS and (algo != "ppo" or ":" not in net.policy):
+        raise cli.UsageError(f"--network {net.policy!r}: expected one of {', '.join(NETWORKS)}, or MODULE:CLASS (a "
+                             "MaskableActorCriticPolicy subclass) with --algo ppo")
+
+
+def naming_context(source: Source, backfill: str) -> dict[str, str]:
+    """What naming a heuristic depends on (the keywords of ``protocol.resolve_heuristic``)."""
+    return {"trace": source.trace, "backfill": backfill, "tuned_fit": source.tuned}
+
+
+def _check_names(r: Recipe) -> None:
+    """Refuse a synthesizer, a ``--tuned`` fit or heuristics (``--clone``, ``--prior``, ...) that cannot be found."""
+    from baselines import tuned
+    from experiments.protocol import TUNED_ON_WORKLOAD, heuristic_context, resolve_heuristic
+
+    if r.source.workload != "real":
+        check_synthesizer(r.source.synthesizer)
+    if r.source.tuned and r.source.tuned != TUNED_ON_WORKLOAD:
+        try:
+            tuned.load(r.source.tuned)
         except ValueError as exc:
             raise cli.UsageError(f"--tuned: {cli.message(exc)}") from None
-    settings = dataclasses.asdict(args)
+    settings = r.settings()
     for name in ("clone", "baseline", "order", "prior"):
-        if getattr(args, name):
+        if settings[name]:
             try:
-                pol = heuristic(getattr(args, name), settings)
+                pol = resolve_heuristic(settings[name], **heuristic_context(settings))
                 if name == "prior":
                     tuned.weights_of(pol)
             except (ValueError, KeyError) as exc:
-                raise cli.UsageError(f"{arguments.flag_name(type(args), name)}: {cli.message(exc)}") from None
-    if args.clone:  # the heuristic's choices are read off the environment: its estimates must be there
-        from experiments.protocol import predictor_of
-        from hpcgym.sim import predict
+                raise cli.UsageError(f"{flag_of(name)}: {cli.message(exc)}") from None
+    if r.warm_start.clone:
+        _check_teacher(r, settings)
 
-        teacher, seen = heuristic(args.clone, settings).predictor, predictor_of(settings)
-        clairvoyant = predict.get(teacher).clairvoyant
-        if args.prior and not (clairvoyant or args.clone.lower() == args.prior.lower()):
-            raise cli.UsageError(f"--prior replaces the cloned warm start: give --clone '' with it (or, to fit the "
-                                 f"correction to a teacher, --clone NAME@exact, or --clone {args.prior} as the "
-                                 "control)")
-        if teacher not in ("walltime", seen) and not clairvoyant:
-            raise cli.UsageError(f"--clone {args.clone} reads {teacher} estimates, the environment {seen}'s (from "
-                                 "--predictor or --prior): give a heuristic on those, the walltimes, or NAME@exact")
+
+def _check_teacher(r: Recipe, settings: dict[str, Any]) -> None:
+    """The cloned heuristic's choices are read off the environment: its estimates must be there."""
+    from experiments.protocol import heuristic_context, predictor_of, resolve_heuristic
+    from hpcgym.sim import predict
+
+    clone, prior = r.warm_start.clone, r.network.prior
+    teacher = resolve_heuristic(clone, **heuristic_context(settings)).predictor
+    seen = predictor_of(settings)
+    clairvoyant = predict.get(teacher).clairvoyant
+    if prior and not (clairvoyant or clone.lower() == prior.lower()):
+        raise cli.UsageError(f"--prior replaces the cloned warm start: give --clone '' with it (or, to fit the "
+                             f"correction to a teacher, --clone NAME@exact, or --clone {prior} as the control)")
+    if teacher not in ("walltime", seen) and not clairvoyant:
+        raise cli.UsageError(f"--clone {clone} reads {teacher} estimates, the environment {seen}'s (from "
+                             "--predictor or --prior): give a heuristic on those, the walltimes, or NAME@exact")
 
 
 def fitted_folder(spec: str) -> Path | None:
@@ -101,294 +447,3 @@ def check_synthesizer(spec: str) -> None:
     what = "is a folder without a fitted model's manifest.json" if Path(spec).is_dir() else "is no synthesizer's name"
     raise cli.UsageError(f"--synthesizer {spec!r} {what}; give one of {', '.join(synth.names())}, or a folder written "
                          "by python -m synth.fit")
-
-
-def env_kwargs(args: Args, data: Data) -> dict[str, Any]:
-    """The environment settings every part of a run shares (training, validation, evaluation)."""
-    from experiments.protocol import agent_env
-
-    return {"machine": data.machine, "objective": args.objective, "time_scale": args.time_scale or None,
-            "invalid_action": "raise",  # masked agents never choose an empty slot: if one does, that is a bug
-            **agent_env(dataclasses.asdict(args))}
-
-
-def scorer_kwargs(args: Args, nodes: int) -> dict[str, Any]:
-    """The job scorer's ``policy_kwargs`` (PPO): queue ranks, attention, the residual's prior, the KL anchor.
-
-    The prior reads the observation's log-scaled columns, so it needs the run's resolved ``time_scale``.
-    """
-    from baselines import tuned
-    from experiments.protocol import heuristic
-    from hpcgym.env import WAIT_SCALE
-
-    kwargs: dict[str, Any] = {"ranks": rank_columns(args.ranks), "attention": args.attention,
-                              "anchor": args.kl_coef > 0}
-    if args.prior:
-        weights = tuned.weights_of(heuristic(args.prior, dataclasses.asdict(args)))
-        kwargs["prior"] = {"weights": weights, "temperature": args.prior_temperature, "time_scale": args.time_scale,
-                           "wait_scale": WAIT_SCALE * args.time_scale, "nodes": nodes}
-    return kwargs
-
-
-def rank_columns(names: str) -> tuple[int, ...]:
-    """``--ranks``' column names as indices of the observation's job row."""
-    from hpcgym.observation import JOB_FEATURES
-
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in wanted if n not in JOB_FEATURES]
-    if unknown:
-        raise cli.UsageError(f"--ranks: unknown job column(s) {', '.join(unknown)}; they are {', '.join(JOB_FEATURES)}")
-    return tuple(JOB_FEATURES.index(n) for n in wanted)
-
-
-def network_kwargs(args: Args) -> dict[str, Any]:
-    """``--policy-kwargs`` as a dict (refused in one line if it is not a JSON object)."""
-    if not args.policy_kwargs:
-        return {}
-    try:
-        kwargs = json.loads(args.policy_kwargs)
-    except json.JSONDecodeError as exc:
-        raise cli.UsageError(f"--policy-kwargs {args.policy_kwargs!r}: not JSON ({exc})") from None
-    if not isinstance(kwargs, dict):
-        raise cli.UsageError(f"--policy-kwargs {args.policy_kwargs!r}: expected a JSON object such as "
-                             '\'{"hidden": [64, 32]}\'')
-    return kwargs
-
-
-def network(args: Args, nodes: int) -> tuple[Any, dict[str, Any] | None]:
-    """The PPO policy ``--network`` names (a class, or SB3's ``"MlpPolicy"``) and its ``policy_kwargs``.
-
-    The job scorer's come from the recipe's flags (:func:`scorer_kwargs`), and ``--policy-kwargs`` over them.
-    """
-    import importlib
-
-    kwargs = network_kwargs(args)
-    if args.policy == "scorer":
-        from agents.policies import ScorerPolicy
-
-        return ScorerPolicy, {**scorer_kwargs(args, nodes), **kwargs}
-    if args.policy == "mlp":
-        return "MlpPolicy", kwargs or None
-    module, _, name = args.policy.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name), kwargs or None
-    except (ImportError, AttributeError) as exc:
-        raise cli.UsageError(f"--network {args.policy!r}: {type(exc).__name__}: {exc}") from None
-
-
-def training_workload(args: Args, data: Data, synthesizer: Any = None) -> Any:
-    """What the agent trains on: the training part's windows, a synthesizer fitted on it, or both alternately.
-
-    ``synthesizer``: an already fitted model to use instead of fitting one (or loading the run cache's). So is a
-    fitted folder given as ``--synthesizer`` (:func:`load_fitted`).
-    """
-    from hpcgym.workload import MixedWorkload, PooledSampler
-
-    if args.workload == "real":
-        return data.fit
-    model = synthesizer
-    if model is None and fitted_folder(args.synthesizer) is not None:
-        model = load_fitted(fitted_folder(args.synthesizer), data)
-    if model is None:
-        model = runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
-                                                     data.machine.nodes, announce=print)
-    if args.sample_pool:
-        model = PooledSampler(model, args.sample_pool, args.seed)
-    return model if args.workload == "synthetic" else MixedWorkload(data.fit, model)
-
-
-#: ``--tuned workload``'s search: that of ``python -m baselines.tune`` (windows, jobs per window, CMA-ES evaluations
-#: per predictor); a synthetic workload without a pool is tuned on a sample as long as the training part.
-TUNE_BUDGET = {"windows": 64, "length": 1024, "evaluations": 300}
-
-
-def tuning_table(args: Args, data: Data, workload: Any) -> Any:
-    """The jobs ``--tuned workload`` fits on: the training data the agent sees (``mixed``: its real part)."""
-    from hpcgym import jobs as jobtable
-
-    if args.workload in ("real", "mixed"):
-        return data.fit
-    pool = getattr(workload, "pool", None)  # --sample-pool: the very jobs the agent trains on
-    return pool if pool is not None else jobtable.finalize(workload.sample(len(data.fit), seed=args.seed))
-
-
-def tune_on_workload(args: Args, data: Data, workload: Any) -> Args:
-    """``--tuned workload``: fit ``tuned`` on the training workload and point ``--tuned`` at the fit's file.
-
-    The fit is a function of the tuning table alone (CMA-ES seed 0), so it is cached under the table's hash: the
-    seeds of one source that share their data (the real training part) share one fit, and a resumed run finds its own.
-    """
-    from baselines import tuned
-    from experiments.protocol import TUNED_ON_WORKLOAD, WORKLOAD_FIT_COMMAND
-    from synth.base import table_hash
-
-    if args.tuned != TUNED_ON_WORKLOAD:
-        return args
-    table = tuning_table(args, data, workload)
-    path = (Path(args.runs_dir) / "cache" / "tuned" / f"{table_hash(table)}-{args.backfill}.json").resolve()
-    if not path.exists():
-        if not args.quiet:
-            print(f"tuning `tuned` on the training workload ({len(table):,} jobs, {args.backfill})")
-        fit = tuned.fit(table, data.machine.nodes, args.backfill, trace=f"{args.trace_label} ({source_label(args)})",
-                        progress=not args.quiet, **TUNE_BUDGET)
-        fit.command = f"{WORKLOAD_FIT_COMMAND} ({source_label(args)}, seed {args.seed})"
-        tuned.save(fit, path)
-    return dataclasses.replace(args, tuned=str(path))
-
-
-def source_label(args: Args) -> str:
-    """The training source as the run's flags name it."""
-    if args.workload == "real":
-        return f"--workload real (window {args.window})"
-    return f"--workload {args.workload} --synthesizer {args.synthesizer}"
-
-
-def load_fitted(folder: Path, data: Data) -> Any:
-    """A fitted model's folder, loaded; a warning if it was fitted on another table than the run's training part.
-
-    The protocol fits generators on the training part only (the train split minus its validation tail): a model
-    fitted on more (``synth.fit`` fits the whole train split by default) may have seen the validation or test jobs.
-    """
-    from synth.base import Synthesizer, table_hash
-
-    model = Synthesizer.load(folder)
-    if model.trace_hash != table_hash(data.fit):
-        warnings.warn(f"{folder} was fitted on another table than this run's training part ({len(data.fit):,} jobs of "
-                      "the train split, minus the validation tail): if that table held validation or test jobs, the "
-                      "agent's validation and test scores are not held out", stacklevel=2)
-    if model.max_nodes and model.max_nodes > data.machine.nodes:
-        raise cli.UsageError(f"--synthesizer {folder} was fitted for {model.max_nodes} nodes; the machine has "
-                             f"{data.machine.nodes}")
-    return model
-
-
-def make_env(args: Args, data: Data, workload: Any) -> Any:
-    """The training environment: the vector env over the training workload, in SB3's interface, seeded.
-
-    It is recorded (:class:`agents.resume.RecordedVecEnv`), so that a resumed run can play its history again;
-    :func:`attach_monitor` sends its episodes to ``monitor.csv``.
-    """
-    from stable_baselines3.common.vec_env import VecMonitor
-
-    from agents.resume import RecordedVecEnv
-    from agents.vec import HpcgymVecEnv
-    from experiments.protocol import heuristic
-    from hpcgym.vector import SchedulingVectorEnv
-
-    baseline = heuristic(args.baseline, dataclasses.asdict(args)) if args.baseline else None
-    venv = SchedulingVectorEnv(args.envs, workload=workload, window=args.window, split="all", reward=args.reward,
-                               baseline=baseline, compare_with=("fcfs",), **env_kwargs(args, data))
-    env = RecordedVecEnv(VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare_json",)))
-    env.seed(args.seed)
-    return env
-
-
-def attach_monitor(env: Any, run: runs.RunFolder, fresh: bool) -> None:
-    """Write the environment's episodes to the run's ``monitor.csv`` (started over when ``fresh``, else appended)."""
-    from stable_baselines3.common.monitor import ResultsWriter
-
-    monitor = env.venv
-    monitor.results_writer = ResultsWriter(str(run.monitor), header={"t_start": monitor.t_start},
-                                           extra_keys=("compare_json",), override_existing=fresh)
-
-
-def make_model(args: Args, env: Any, run: runs.RunFolder, checkpoint: Path | None = None,
-               exact: bool = False, nodes: int = 0) -> Any:
-    """A new agent (on a machine of ``nodes`` nodes), or the one saved in ``checkpoint``.
-
-    ``exact``: the checkpoint has a state file, whose replay puts the environments back where they were (their
-    saved last observation is kept); without one, training goes on from fresh environments.
-    """
-    from agents.callbacks import replay_buffer_for
-
-    tb = str(run.tensorboard)
-    if args.algo == "ppo":
-        from sb3_contrib import MaskablePPO
-
-        if checkpoint:
-            return MaskablePPO.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
-        policy, kwargs = network(args, nodes)
-        return MaskablePPO(policy, env, policy_kwargs=kwargs, learning_rate=args.learning_rate, n_steps=args.n_steps,
-                           batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
-                           gae_lambda=args.gae_lambda, clip_range=args.clip_range,
-                           target_kl=args.target_kl or None, ent_coef=args.kl_coef or args.ent_coef, seed=args.seed,
-                           tensorboard_log=tb, device="cpu", verbose=0)
-    from agents.dqn import MaskedDQN
-
-    if checkpoint:
-        model = MaskedDQN.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
-        buffer = replay_buffer_for(checkpoint)
-        if buffer:
-            model.load_replay_buffer(buffer)
-        elif exact:
-            warnings.warn(f"{checkpoint} has no replay buffer beside it (only the newest is kept): the DQN goes on "
-                          "with an empty one, so it will not match an uninterrupted run", stacklevel=2)
-        return model
-    return MaskedDQN(env=env, learning_rate=args.learning_rate, batch_size=args.batch_size, seed=args.seed,
-                     gamma=args.gamma, buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
-                     policy_kwargs={"scorer": args.policy == "scorer", "ranks": rank_columns(args.ranks),
-                                    **network_kwargs(args)},
-                     tensorboard_log=tb, device="cpu", verbose=0)
-
-
-def warm_start(args: Args, model: Any, data: Data, workload: Any, run: runs.RunFolder,
-               validate: Any) -> tuple[dict[str, float], str]:
-    """Save the untrained network; with ``--clone``, behaviour-clone the heuristic and save that too.
-
-    The demonstrations are the heuristic's choices on the training workload (synthetic samples for a synthetic
-    run: a synthetic-trained agent never sees real jobs before its evaluation).
-
-    With ``--start best`` and validation windows, RL then starts from whichever of the two scores better on them
-    (``warm_start.json`` says which). Returns the validation scores measured and the network RL starts from.
-    """
-    from agents import pretrain
-    from agents.callbacks import save_atomic
-    from experiments.protocol import heuristic
-    from hpcgym.env import SchedulingEnv
-
-    save_atomic(model, run.untrained)
-    if not (args.clone or args.prior):
-        return {}, "untrained"
-    held_out = None
-    if args.val_windows > 0:  # the heuristic's choices on validation windows: how well the start reproduces them
-        # (random windows of the validation table: with --val-periods one may span a held-out stretch's end and the
-        # next one's start, a quiet spell between; it measures agreement with the heuristic, it selects nothing)
-        held_out = (SchedulingEnv(workload=data.validation, window=args.val_length, split="all",
-                                  **env_kwargs(args, data)), args.val_windows)
-    validate = validate if args.start == "best" else None
-    pol = heuristic(args.clone or args.prior, dataclasses.asdict(args))
-    # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn),
-    # or a resumed run, which skips them, would not find the workload where the uninterrupted run had it
-    demo_env = SchedulingEnv(workload=copy.copy(workload), window=args.clone_window, split="all",
-                             **env_kwargs(args, data)) if args.clone or args.teach else None
-    if args.prior:
-        teach = None
-        if args.clone:  # a teacher: fit the correction to its choices
-            def teach() -> float:
-                return pretrain.behaviour_clone(model, demo_env, pol, args.clone_episodes, args.clone_epochs,
-                                                seed=args.seed, progress=not args.quiet)
-        elif args.teach:  # runtimes: fit the correction to the runtimes the prior's estimates miss
-            def teach() -> float:
-                return pretrain.teach_runtimes(model, demo_env, pol, args.clone_episodes, args.clone_epochs,
-                                               seed=args.seed)
-        done = pretrain.residual_start(model, pol, held_out, validate, on_start=lambda m: save_atomic(m, run.cloned),
-                                       teach=teach)
-        what = (f"residual on {args.prior}, taught by {args.clone}: reproduces" if args.clone else
-                f"residual on {args.prior}, taught the runtimes:" if args.teach else
-                f"residual on {args.prior}: the prior alone reproduces")
-    else:
-        done = pretrain.warm_start(model, pol, demo_env, args.clone_episodes, args.clone_epochs, args.seed, held_out,
-                                   validate, on_clone=lambda m: save_atomic(m, run.cloned), progress=not args.quiet)
-        what = f"behaviour-cloned {args.clone}:"
-    on_val = f" ({done.accuracy_held_out:.1%} on validation windows)" if held_out else ""
-    did = (f"the log-runtime error {done.accuracy:.1%} lower on its demonstrations" if args.teach else
-           f"{done.accuracy:.1%} of its choices{on_val}")
-    print(f"{what} {did}; RL starts from the {done.chosen} network (validation "
-          f"bsld: {json.dumps({k: round(v, 3) for k, v in done.scores.items()})})", flush=True)
-    kept = {"runtime_error_removed": done.accuracy, "prior_choices_kept_validation": done.accuracy_held_out} \
-        if args.teach else {"clone_accuracy": done.accuracy}
-    hpcgym_io.write_text(run.warm_start, json.dumps({**kept,
-                                                      "clone_accuracy_validation": done.accuracy_held_out if held_out
-                                                      else None, "validation": done.scores, "chosen": done.chosen},
-                                                     indent=2))
-    return done.scores, done.chosen

@@ -15,18 +15,15 @@ the lowest median whose worst seed is not an outlier. Writes ``runs.csv`` and ``
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from experiments import runs
-from experiments.fanout import Executor
-from experiments.runs import RunFolder
+from experiments import runs, train
+from experiments.training import many
+from experiments.training.variants import checked, fit_once, references, summarize, train_and_check, validation_scores
 from hpcgym import cli
-from hpcgym import io as hpcgym_io
 
 #: The environment of the variants against ``tuned``: its predictions, its scan order, the reward relative to it.
 TUNED = ["--features", "v1", "--order", "tuned", "--baseline", "tuned"]
@@ -56,124 +53,11 @@ VARIANTS: dict[str, list[str]] = {
     "tuned-residual-t003": [*RESIDUAL, "--prior-temperature", "0.03"],
     "tuned-residual-t03": [*RESIDUAL, "--prior-temperature", "0.3"],
     "tuned-residual-kl": [*RESIDUAL, "--kl-coef", "1"],
-    "tuned-residual-attn": [*RESIDUAL, "--attention", "2"],
+    "tuned-residual-attn": [*RESIDUAL, "--policy-kwargs", '{"attention": 2}'],  # formerly --attention 2
     "tuned-residual-lr1e-4": [*RESIDUAL, "--learning-rate", "1e-4"],
     "tuned-guarded": [*RESIDUAL, "--action", "guarded"],
     "tuned-hold": [*RESIDUAL, "--action", "hold"],
 }
-
-
-def _train(task: tuple[list[str], int, int]) -> str:
-    """Train one run; with check windows, also score its networks on them (``check.json`` in the run folder)."""
-    from experiments import train
-
-    argv, check_windows, check_seed = task
-    run = train.train(train.parse_args(argv))
-    if check_windows:
-        scores = check_scores(run, check_windows, check_seed)
-        hpcgym_io.write_text(run / CHECK_JSON, json.dumps(scores, indent=2))
-    return str(run)
-
-
-#: The check windows' scores in a run folder (written by the sweep).
-CHECK_JSON = "check.json"
-
-
-def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
-    """Mean bsld of a run's start, kept and last networks, and of its references, on other validation windows.
-
-    The windows are ``count`` windows of the validation part drawn with ``seed`` (the run selected its network on
-    those of seed 0): a second look that tells a real gain from one that selection found in the noise of its own
-    windows. The references are SAF and ``tuned`` (where the trace has a fit) with the run's backfilling, run as
-    batch schedules (every waiting job in view).
-    """
-    from agents.rollout import play_windows
-    from baselines.grid import simulate_grid
-    from experiments import protocol, train
-    from hpcgym import traces
-
-    run = RunFolder(run_dir)
-    settings = run.settings()
-    args = train.Args(**{k: v for k, v in settings.items() if k in train.Args.__dataclass_fields__})
-    data = protocol.run_data(args)
-    starts = protocol.validation_starts(data, args.val_length, count, seed)
-    env = dict(machine=data.machine, workload=data.validation, window=args.val_length, split="all",
-               time_scale=run.time_scale(), **protocol.agent_env(settings))
-    chosen = json.loads(run.warm_start.read_text()).get("chosen")
-    start = {"cloned": run.cloned, "untrained": run.untrained}.get(chosen)  # a taught residual's prior: no file
-    out = {}
-    for name, path in (("start", start), ("kept", run.model), ("last", run.last)):
-        if path is None:
-            continue
-        model, _ = run.load_network(path)
-        out[f"check_{name}"] = float(np.mean([i["metrics"]["bsld_mean"] for i in play_windows(model, starts, **env)]))
-    windows = [traces.window(data.validation, args.val_length, start=s) for s in starts]
-    refs = [protocol.heuristic(name, settings) for name in ("saf", "tuned") if _has(name, settings)]
-    for cell in simulate_grid(windows, data.machine, refs, [args.backfill]):
-        out[f"check_{cell.policy}"] = float(np.mean([rec["bsld"].mean() for rec in cell.records]))
-    return out
-
-
-def _has(name: str, settings: dict) -> bool:
-    from baselines import tuned
-
-    return name != tuned.TUNED or tuned.find(settings["trace"], settings["backfill"]) is not None
-
-
-def _fit_once(argvs: list[list[str]]) -> None:
-    """Fit (and cache) each seed's synthesizer before the runs start, so that parallel runs only read it."""
-    from experiments import protocol, train
-
-    done = set()
-    for argv in argvs:
-        args = train.parse_args(argv)
-        if args.workload != "real" and args.seed not in done:
-            data = protocol.run_data(args)
-            runs.fit_cache(args.runs_dir).fitted(args.trace_label, args.synthesizer, data.fit, args.seed,
-                                                 data.machine.nodes, announce=print)
-            done.add(args.seed)
-
-
-def references(argv: list[str]) -> dict[str, float]:
-    """Mean validation bsld of the heuristics on the same validation windows (the sweep's reference lines)."""
-    from experiments import protocol, train
-
-    args = train.parse_args(argv)
-    data = protocol.run_data(args)
-    starts = protocol.validation_starts(data, args.val_length, args.val_windows)
-    return protocol.validation_references(data, args.val_length, starts, args.backfill)
-
-
-def validation_scores(run: Path) -> dict[str, float]:
-    """Validation bsld of the kept (best), the last and the first network of a run."""
-    curve = pd.read_csv(RunFolder(run).curve)
-    curve = curve[~curve["network"].str.contains("not kept")]
-    return {"val_kept": float(curve["val_bsld"].min()), "val_last": float(curve["val_bsld"].iat[-1]),
-            "val_start": float(curve["val_bsld"].iat[0]), "validations": len(curve)}
-
-
-def checked(run: Path) -> dict[str, float]:
-    """A run's check scores (:func:`check_scores`), if the sweep measured them."""
-    path = run / CHECK_JSON
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def summarize(scored: pd.DataFrame) -> pd.DataFrame:
-    """Per variant: median, IQR and worst seed of the kept network's validation bsld; medians of the others.
-
-    With check windows, also the medians of the check scores (``check_*``: the start, kept and last networks and
-    the references on the second draw of validation windows).
-    """
-    rows = []
-    checks = [c for c in scored.columns if c.startswith("check_")]
-    for variant, g in scored.groupby("variant", sort=False):
-        v = g["val_kept"].to_numpy()
-        q25, q50, q75 = np.percentile(v, (25, 50, 75))
-        rows.append({"variant": variant, "seeds": len(g), "median": q50, "iqr_low": q25, "iqr_high": q75,
-                     "worst_seed": v.max(), "median_last": g["val_last"].median(),
-                     "worst_last": g["val_last"].max(), "median_start": g["val_start"].median(),
-                     **{c: g[c].median() for c in checks}})
-    return pd.DataFrame(rows).sort_values("median").reset_index(drop=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,23 +84,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     points = [(v, s) for v in args.variants for s in args.seeds]
     argvs = [[*shared, *VARIANTS[v], "--seed", str(s), "--eval-windows", "0", "--runs-dir", str(args.out),
               "--run-name", runs.run_name(v, s)] for v, s in points]
-    _fit_once(argvs)
-    with Executor(_train, jobs=args.workers) as executor:
-        dirs = executor.map([(argv, args.check_windows, args.check_seed) for argv in argvs])
+    recipes = [train.recipe_of(train.parse_args(argv)) for argv in argvs]
+    fit_once(recipes)
+    dirs = many.run_all([(r, args.check_windows, args.check_seed) for r in recipes], train_and_check, jobs=args.workers)
     scored = pd.DataFrame([{"variant": v, "seed": s, **validation_scores(Path(d)), **checked(Path(d))}
                            for (v, s), d in zip(points, dirs, strict=True)])
     table = summarize(scored)
-    refs = references(argvs[0])
+    refs = references(recipes[0])
     table = pd.concat([table, pd.DataFrame([{"variant": f"(heuristic) {k}", "median": v} for k, v in refs.items()])],
                       ignore_index=True)
     scored.to_csv(args.out / "runs.csv", index=False)
     table.to_csv(args.out / "summary.csv", index=False)
-    from experiments import train
-
-    probe = train.parse_args(argvs[0])
-    print(f"{probe.trace}, validation part (last {probe.val_fraction:.0%} of the train split), {probe.val_windows} "
-          f"windows x {probe.val_length} jobs, backfill {probe.backfill}; per variant, the seeds' validation bsld of "
-          "the kept network (lower is better)")
+    probe = recipes[0]
+    sel = probe.selection
+    print(f"{probe.source.trace}, validation part (last {sel.val_fraction:.0%} of the train split), {sel.val_windows} "
+          f"windows x {sel.val_length} jobs, backfill {probe.environment.backfill}; per variant, the seeds' "
+          "validation bsld of the kept network (lower is better)")
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
     return 0
 

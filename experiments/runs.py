@@ -42,7 +42,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -455,11 +455,12 @@ def _damaged(path: Path, run: RunFolder) -> str:
             "the newest (--resume)")
 
 
-def resumed(args: T, given: set[str]) -> T:
+def resumed(args: T, given: set[str], upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> T:
     """With ``args.resume``: the run's saved settings, with the :data:`RESUMABLE` flags given now.
 
     ``args`` is an ``experiments.train.Args`` (``runs_dir``, ``name``, ``resume``); ``given``: the fields given on
-    the command line.
+    the command line; ``upgrade``: the saved settings of an older version as today's
+    (``experiments.recipe.upgrade``).
 
     Raises:
         cli.UsageError: there is no such run (with the names of close ones), or a flag given contradicts its settings.
@@ -471,7 +472,7 @@ def resumed(args: T, given: set[str]) -> T:
         close = close_runs(args.runs_dir, args.name)
         raise cli.UsageError(f"--resume: no run {args.name!r} in {args.runs_dir}/" +
                              (f" (did you mean {', '.join(close)}?)" if close else " (give its --run-name)"))
-    saved = folder.settings()
+    saved = upgrade(folder.settings()) if upgrade else folder.settings()
     known = {f.name for f in dataclasses.fields(args)}
     conflicts = [f"--{k.replace('_', '-')} {getattr(args, k)!r} (the run has {saved[k]!r})"
                  for k in sorted(given - RESUMABLE) if k in saved and saved[k] != getattr(args, k)]

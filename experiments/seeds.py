@@ -23,16 +23,13 @@ networks' validation scores rank the seeds' test scores (Spearman).
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from experiments import runs
-from experiments.fanout import Executor
 from experiments.runs import BASELINE, RunFolder
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
@@ -195,23 +192,6 @@ def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
     curves = {folder.name: folder.curve for folder in map(RunFolder, run_dirs)}
     plot_learning_curves(curves, out / runs.CURVES_PNG, title=f"{out.name}: validation bsld per seed")
     return tab
-
-
-def run(args: Any, train_one: Callable[[Any], str]) -> tuple[list[Path], pd.DataFrame | None]:
-    """One run per seed of ``args.seeds`` (``args.jobs`` at a time), then the table across them.
-
-    ``args`` is an ``experiments.train.Args``; ``train_one(args)`` trains and evaluates one seed's run and returns
-    its folder (a module-level function: it may run in another process). The runs are named ``<base>-s<seed>``
-    (:func:`experiments.runs.run_name`) and the table goes to ``<base>-seeds/``; without test windows
-    (``eval_windows`` 0) there is no table.
-    """
-    base = args.run_name or runs.default_base(args.trace_label, args.workload, args.algo)
-    per_seed = [dataclasses.replace(args, seed=s, seeds=[], run_name=runs.run_name(base, s)) for s in args.seeds]
-    with Executor(train_one, jobs=args.jobs) as executor:
-        dirs = [Path(d) for d in executor.map(per_seed)]
-    if args.eval_windows <= 0:
-        return dirs, None
-    return dirs, write(dirs, runs.seeds_folder(args.runs_dir, base))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

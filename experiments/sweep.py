@@ -17,51 +17,15 @@ printed and written to ``<runs dir>/<trace>-<workload>-<algo>-seeds/``.
 from __future__ import annotations
 
 import argparse
-import itertools
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from experiments import runs, train
-from experiments.fanout import Executor
 from experiments.runs import RunFolder
+from experiments.training import many
 from hpcgym import cli
-
-
-def grid(seeds: Sequence[int], workloads: Sequence[str], algos: Sequence[str],
-         shared: Sequence[str]) -> list[list[str]]:
-    """The command-line arguments of ``experiments.train`` for every grid point."""
-    return [[*shared, "--seed", str(s), "--workload", w, "--algo", a]
-            for s, w, a in itertools.product(seeds, workloads, algos)]
-
-
-def run_one(argv: list[str]) -> str:
-    """Train one grid point in this process; return its run folder."""
-    return str(train.train_and_evaluate(train.parse_args(argv))[0])
-
-
-def run_points(points: list[list[str]], backend: str = "local", address: str = "") -> list[str]:
-    """Every grid point: one after the other in this process, or as Ray tasks (a line on stderr as each ends).
-
-    With Ray, each point is one task on the cluster at ``address`` or on a local instance (all its CPUs); a task
-    whose worker died is run again up to 3 times (Ray's default).
-    """
-    started = time.perf_counter()
-    finished = 0
-
-    def progress(_: int, run: str) -> None:
-        nonlocal finished
-        finished += 1
-        sys.stderr.write(f"sweep: {finished}/{len(points)} runs done ({Path(run).name}), "
-                         f"{time.perf_counter() - started:,.0f} s\n")
-        sys.stderr.flush()
-
-    jobs = None if backend == "ray" else 1
-    with Executor(run_one, backend, jobs, address, retries=3) as executor:
-        return executor.map(points, progress)
 
 
 def summarize(run_dirs: Sequence[str], runs_dir: Path) -> list[pd.DataFrame]:
@@ -78,7 +42,7 @@ def summarize(run_dirs: Sequence[str], runs_dir: Path) -> list[pd.DataFrame]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI."""
     ap = cli.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (default: 0 1 2)")
     ap.add_argument("--workloads", nargs="+", default=["real", "synthetic"], choices=["real", "synthetic", "mixed"],
                     help="what the agents train on (experiments.train --workload; default: real synthetic)")
@@ -89,11 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
     ap.add_argument("shared", nargs=argparse.REMAINDER, help="after --: flags passed to every experiments.train run")
     args = ap.parse_args(argv)
-    shared = [a for a in args.shared if a != "--"]
-    points = grid(args.seeds, args.workloads, args.algos, shared)
-    done = run_points(points, args.backend, args.address or "")
-    runs_dir = Path(train.parse_args(points[0]).runs_dir)
-    tables = summarize(done, runs_dir)
+    base = train.recipe_of(train.parse_args([a for a in args.shared if a != "--"]))
+    recipes = many.grid(base, args.seeds, args.workloads, args.algos)
+    # with Ray: one task per run on the cluster (or a local instance of all CPUs); a task whose worker died runs
+    # again up to 3 times (Ray's default)
+    done = many.run_all(recipes, backend=args.backend, jobs=None if args.backend == "ray" else 1,
+                        address=args.address or "", retries=3, announce="sweep")
+    tables = summarize(done, Path(base.run.runs_dir))
     from experiments.seeds import format_table
 
     print("\n\n".join(format_table(t) for t in tables) if tables else "no evaluations")

@@ -428,17 +428,18 @@ def test_a_cache_folder_set_by_the_user_is_kept(monkeypatch):
 # ---- item 9: a failed run leaves nothing that refuses the corrected command ---------------------------------------
 def test_a_run_without_decisions_leaves_no_folder(tmp_path, monkeypatch):
     from experiments import train
+    from experiments.training import loop
     from hpcgym.errors import NoDecisionError
 
-    def too_light(args, run, *rest):
+    def too_light(recipe, run, *rest):
         hpcgym_io.write_text(run.args_json, "{}")  # the run had started writing
-        raise NoDecisionError(5, args.window, 0.01)
+        raise NoDecisionError(5, recipe.environment.window, 0.01)
 
-    monkeypatch.setattr(train, "_train", too_light)
+    monkeypatch.setattr(loop, "_train", too_light)
     args = train.Args(trace="lublin-256", workload="real", runs_dir=str(tmp_path), run_name="r", envs=1,
                       timesteps=64, val_windows=1, val_length=64, window=64, eval_windows=0)
     with pytest.raises(NoDecisionError, match="needed no decision"):
-        train.train_and_evaluate(args)  # what the command line runs
+        loop.train_and_evaluate(train.recipe_of(args))  # what the command line runs
     assert not (tmp_path / args.name).exists()
 
 
@@ -451,7 +452,8 @@ def test_a_trace_whose_jobs_were_all_dropped_says_so_before_the_validation_check
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(EmptyTraceError, match="no valid jobs to train: all 12 jobs were dropped"):
-            protocol.run_data(train.Args(trace=str(path)))
+            args = train.Args(trace=str(path))
+            protocol.run_data(args, args)
 
 
 # ---- item 10: Ctrl-C checkpoints and says how to resume; old checkpoints are pruned --------------------------------
@@ -485,11 +487,11 @@ def test_only_the_newest_checkpoints_are_kept(tmp_path, monkeypatch):
 def test_ctrl_c_checkpoints_at_the_next_rollout_and_names_resume(tmp_path, monkeypatch, capsys):
     import signal
 
-    from experiments import train
+    from experiments.training import loop
 
     cb = _checkpointing(tmp_path, monkeypatch)
     cb.num_timesteps = 150
-    with train._checkpoint_on_interrupt(cb):
+    with loop._checkpoint_on_interrupt(cb):
         signal.raise_signal(signal.SIGINT)  # the first Ctrl-C: no exception, a stop is asked for
         assert cb.stop_requested and cb._on_step()
         with pytest.raises(KeyboardInterrupt):
@@ -500,7 +502,7 @@ def test_ctrl_c_checkpoints_at_the_next_rollout_and_names_resume(tmp_path, monke
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
     def interrupted(argv):
-        raise KeyboardInterrupt(train._resume_hint(train.Args(run_name="r"), runs.RunFolder(tmp_path / "r"), 150))
+        raise KeyboardInterrupt(loop._resume_hint(runs.RunFolder(tmp_path / "r"), 150))
 
     assert cli.run(interrupted) == 130
     err = capsys.readouterr().err

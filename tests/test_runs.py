@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from pathlib import Path
 
 import pytest
 
-from experiments import arguments, runs, seeds, study, train
+from experiments import arguments, runs, study, train
 from experiments.fanout import Executor
+from experiments.training import many
+from experiments.training import study as stages
 from hpcgym import cli
 
 
@@ -22,18 +23,18 @@ def test_a_trace_given_as_a_path_names_the_run_by_its_file():
     assert train.Args(run_name="mine", seed=4).name == "mine"  # --run-name as given for one run
 
 
-def _folder_of(args: train.Args) -> str:
-    return str(Path(args.runs_dir) / args.name)
-
-
-def test_the_seeds_of_a_setting_share_a_base_name():
-    args = train.Args(trace="/data/logs/lublin_256.swf.gz", workload="real", seeds=[0, 2], eval_windows=0,
-                      runs_dir="out")
-    dirs, table = seeds.run(args, _folder_of)
+def test_the_seeds_of_a_setting_share_a_base_name(monkeypatch):
+    recipe = train.recipe_of(train.Args(trace="/data/logs/lublin_256.swf.gz", workload="real", eval_windows=0,
+                                        runs_dir="out"))
+    per_seed = many.seeds_of(recipe, [0, 2])
+    assert [r.folder.as_posix() for r in per_seed] == ["out/lublin_256-real-ppo-s0", "out/lublin_256-real-ppo-s2"]
+    assert [r.run.seed for r in per_seed] == [0, 2]
+    monkeypatch.setattr(many, "run_all", lambda recipes, **kw: [str(r.folder) for r in recipes])
+    dirs, table = many.run_seeds(recipe, [0, 2])
     assert [d.as_posix() for d in dirs] == ["out/lublin_256-real-ppo-s0", "out/lublin_256-real-ppo-s2"]
     assert table is None  # no test windows, no table
-    dirs, _ = seeds.run(train.Args(run_name="mine", seeds=[1], eval_windows=0), _folder_of)
-    assert [d.name for d in dirs] == ["mine-s1"]
+    mine = many.seeds_of(train.recipe_of(train.Args(run_name="mine", eval_windows=0)), [1])
+    assert [r.name for r in mine] == ["mine-s1"]
 
 
 def test_seed_names_and_their_base():
@@ -118,13 +119,13 @@ def test_a_trace_flag_without_a_field_is_refused(monkeypatch):
 def test_the_study_builds_each_run_from_the_shared_settings():
     args = study.parse_args(["--quick", "--trace", "lublin-256", "--machine", "256", "--", "--envs", "2",
                              "--learning-rate", "1e-4"])
-    real, synthetic = study.train_args(args, "real", 0), study.train_args(args, "tvae", 1)
+    real, synthetic = stages.train_args(args, "real", 0), stages.train_args(args, "tvae", 1)
     assert (real.envs, real.learning_rate, real.window, real.machine) == (2, 1e-4, 64, "256")  # flags, then preset
     assert (real.workload, real.sample_pool, real.run_name, real.quiet) == ("real", 0, "real-s0", True)
     assert (synthetic.workload, synthetic.synthesizer, synthetic.sample_pool) == ("synthetic", "tvae", 2048)
     assert synthetic.runs_dir == str(args.out_dir / "runs")
     with pytest.raises(cli.UsageError, match="sample-pool"):
-        study.train_args(study.parse_args(["--sample-pool", "10"]), "tvae", 0)
+        stages.train_args(study.parse_args(["--sample-pool", "10"]), "tvae", 0)
 
 
 # ---- fan-out -------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 
 from experiments import study, study_report
 from experiments.runs import RunFolder
+from experiments.training import study as stages
 from hpcgym import cli
 from synth.base import Synthesizer
 
@@ -167,12 +168,12 @@ def test_quick_preset_yields_to_explicit_flags():
     args = study.parse_args(["--quick", "--eval-windows", "3", "--", "--envs", "2"])
     assert args.eval_windows == 3 and args.timesteps == study.QUICK["timesteps"] and args.train_flags == ["--envs",
                                                                                                           "2"]
-    targs = study.train_args(args, "mixed", 1)
+    targs = stages.train_args(args, "mixed", 1)
     assert (targs.envs, targs.workload, targs.synthesizer, targs.seed, targs.run_name) == (2, "mixed", "arrivals",
                                                                                           1, "mixed-s1")
-    assert study.fit_params(args)["ctgan"]["epochs"] == 1 and not study.fit_params(args)["ctgan"]["enable_gpu"]
+    assert stages.fit_params(args)["ctgan"]["epochs"] == 1 and not stages.fit_params(args)["ctgan"]["enable_gpu"]
     full = study.parse_args(["--full", "--fit-params", 'tvae={"epochs": 7}', "--device", "cuda"])
-    params = study.fit_params(full)
+    params = stages.fit_params(full)
     assert params["tvae"]["epochs"] == 7 and params["ctgan"]["epochs"] == 300 and params["ctgan"]["enable_gpu"]
     assert params["realtabformer"]["device"] == "cuda"
 
@@ -216,7 +217,7 @@ def test_a_failing_fidelity_report_is_reported_not_raised(monkeypatch):
         raise RuntimeError("v2 in flux")
 
     monkeypatch.setattr(fidelity, "prepare", broken)
-    out = study.fidelity_tables(pd.DataFrame(), pd.DataFrame(), {"ctgan": pd.DataFrame(), "tvae": None})
+    out = stages.fidelity_tables(pd.DataFrame(), pd.DataFrame(), {"ctgan": pd.DataFrame(), "tvae": None})
     assert set(out) == {"ctgan", "tvae"} and all("v2 in flux" in v for v in out.values())
 
 

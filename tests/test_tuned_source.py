@@ -11,8 +11,9 @@ import warnings
 import pytest
 
 from baselines import tuned
-from experiments import recipe, train
+from experiments import train
 from experiments.protocol import heuristic, load_data, tuned_flag
+from experiments.training import parts
 from hpcgym import cli
 from hpcgym.workload import PooledSampler
 from synth.base import table_hash
@@ -80,21 +81,22 @@ def test_teach_needs_a_prior_and_no_clone(tmp_path):
 
 @pytest.fixture()
 def small_budget(monkeypatch):
-    monkeypatch.setattr(recipe, "TUNE_BUDGET", {"windows": 2, "length": 256, "evaluations": 6})
+    monkeypatch.setattr(parts, "TUNE_BUDGET", {"windows": 2, "length": 256, "evaluations": 6})
 
 
 def test_tuned_workload_fits_on_the_training_part_and_caches_it(tmp_path, small_budget):
     args = args_of(tmp_path, "--tuned", "workload")
     data = load_data(args, args.val_fraction)
-    done = recipe.tune_on_workload(args, data, data.fit)
+    done = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
     path = tmp_path / "runs" / "cache" / "tuned" / f"{table_hash(data.fit)}-easy.json"
     assert done.tuned == str(path.resolve()) and path.exists()
     fit = tuned.load(path)
     assert fit.windows == 2 and fit.length == 256 and "--workload real" in fit.command
     a, *rest = (fit.weights[f] for f in tuned.FEATURES)
-    assert tuned.weights_of(heuristic("tuned", vars(done))) == pytest.approx((1.0, *(w / a for w in rest)))
+    assert tuned.weights_of(heuristic("tuned", {"tuned": done.tuned})) == pytest.approx((1.0, *(w / a for w in rest)))
     stamp = path.stat().st_mtime_ns
-    assert recipe.tune_on_workload(args, data, data.fit).tuned == done.tuned  # another seed: the cached fit
+    again = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
+    assert again.tuned == done.tuned  # another seed: the cached fit
     assert path.stat().st_mtime_ns == stamp
 
 
@@ -102,23 +104,25 @@ def test_tuned_workload_fits_a_synthetic_run_on_its_pool(tmp_path, small_budget)
     args = args_of(tmp_path, "--tuned", "workload", "--workload", "synthetic", "--synthesizer", "lublin",
                    "--sample-pool", "3000")
     data = load_data(args, args.val_fraction)
-    workload = recipe.training_workload(args, data)
+    recipe = train.recipe_of(args)
+    workload = parts.training_workload(recipe.source, recipe.run.seed, recipe.run.runs_dir, data)
     assert isinstance(workload, PooledSampler)
-    done = recipe.tune_on_workload(args, data, workload)
+    done = parts.tune_on_workload(recipe, data, workload).source
     assert done.tuned.endswith(f"{table_hash(workload.pool)}-easy.json")
     assert table_hash(workload.pool) != table_hash(data.fit)
 
 
 def test_without_tuned_workload_nothing_is_fitted(tmp_path):
     args = args_of(tmp_path)
-    assert recipe.tune_on_workload(args, None, None) is args
+    recipe = train.recipe_of(args)
+    assert parts.tune_on_workload(recipe, None, None) is recipe
     assert not (tmp_path / "runs" / "cache" / "tuned").exists()
 
 
 def test_a_study_sees_the_recorded_fit_as_the_flag_it_asked_for(tmp_path, small_budget):
     args = args_of(tmp_path, "--tuned", "workload")
     data = load_data(args, args.val_fraction)
-    done = recipe.tune_on_workload(args, data, data.fit)
+    done = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
     assert tuned_flag(done.tuned) == "workload"
     assert tuned_flag(str(fit_file(tmp_path))) == str(tmp_path / "mine.json")  # a fit given by hand stays itself
     assert tuned_flag("") == ""
