@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.results import Windows
 from experiments.runs import BASELINE, RunFolder, check_distinct
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
@@ -51,18 +52,17 @@ def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
             raise ValueError(f"{twin.path} and {run.path} both trained on {label(args)} with seed {args.get('seed')}: "
                              "the table counts each training source's runs as its seeds, so that seed would count "
                              "twice; give one run per source and seed")
-        per_window = pd.read_csv(run.per_window)
-        agent = per_window[per_window["kind"] == "agent"]
-        ref = per_window[per_window["scheduler"] == BASELINE]
-        key = (args["trace"], ref["bsld"].round(9).tolist())
+        results = Windows.read(run.per_window)
+        ref = results.bsld(BASELINE)
+        key = (args["trace"], results.fingerprint(BASELINE))
         first = first or (run, key)
         if key != first[1]:
             raise ValueError(f"{run} and {first[0]} were not evaluated on the same windows (trace "
                              f"{args['trace']} vs {first[1][0]}, {len(key[1])} vs {len(first[1][1])} windows); "
                              "evaluate them together with experiments.evaluate first")
-        for (_, a), (_, r) in zip(agent.iterrows(), ref.iterrows(), strict=True):
+        for a in results.agents.itertuples():
             rows.append({"run": run.name, "trained_on": label(args), "algo": args["algo"], "trace": args["trace"],
-                         "window": a["window"], "bsld": a["bsld"], "reference_bsld": r["bsld"]})
+                         "window": a.window, "bsld": a.bsld, "reference_bsld": ref[a.window]})
     return pd.DataFrame(rows)
 
 

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from baselines import learned, references
 from experiments import runs, tables
 from experiments.arguments import TRACE_FLAGS
+from experiments.results import Windows
 from experiments.runs import BASELINE, Agent, RunFolder
 from hpcgym import cli, machines, metrics, traces
 from hpcgym import io as hpcgym_io
@@ -93,7 +94,7 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     The reference is the strongest implementable row (:func:`experiments.tables.strongest_reference`; its name is
     in ``attrs["reference"]``). Implementable rows come first, by mean bsld; the clairvoyant rows (upper bounds) last.
     """
-    base = per_window[per_window["scheduler"] == baseline].set_index("window")["bsld"]
+    base = Windows(per_window).bsld(baseline)
     rows = []
     for scheduler, group in per_window.groupby("scheduler", sort=False):
         mean, lo, hi = metrics.bootstrap_ci(group["bsld"].to_numpy(), CONFIDENCE)
@@ -104,7 +105,7 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
                      f"win_rate_vs_{baseline}": float((mine < base.reindex(mine.index)).mean())})
     table = pd.DataFrame(rows)
     table.insert(6, "headroom", references.headroom(table))
-    reference = tables.strongest_reference(per_window)
+    reference = Windows(per_window).reference()
     if reference is not None:
         ratios = tables.paired(per_window, reference)
         table = table.merge(ratios, on="scheduler", how="left")
@@ -136,10 +137,9 @@ def describe(trace: str, windows: int, length: int, seed: int) -> str:
 def identical_rows(per_window: pd.DataFrame) -> list[str]:
     """Footnotes for heuristics whose rows with and without backfilling are the same on every window."""
     notes = []
-    heuristics = per_window[per_window["kind"] == "heuristic"]
-    for name in sorted({s.split("+")[0] for s in heuristics["scheduler"]}):
-        rows = [heuristics[heuristics["scheduler"] == f"{name}+{b}"].sort_values("window")["bsld"].to_numpy()
-                for b in HEURISTIC_BACKFILLS]
+    results = Windows(per_window)
+    for name in sorted({s.split("+")[0] for s in results.heuristics["scheduler"]}):
+        rows = [results.rows(f"{name}+{b}").sort_values("window")["bsld"].to_numpy() for b in HEURISTIC_BACKFILLS]
         if all(len(r) for r in rows) and all(np.array_equal(rows[0], r) for r in rows[1:]):
             notes.append(f"{name}+none and {name}+easy are identical on every window: backfilling never started a "
                          f"job early under {name} here (not a copying error).")

@@ -60,14 +60,15 @@ def scores(windows: list, machine: object, policies: list, backfill: str) -> np.
 
 def run_scores(run_dirs: Sequence[Path]) -> pd.DataFrame:
     """The agent's and the cloned network's mean bsld of each evaluated run folder (``run, kind, bsld``)."""
+    from experiments.results import Windows
     from experiments.runs import RunFolder
 
     rows = []
     for path in run_dirs:
-        per_window = pd.read_csv(RunFolder(path).check("evaluation").per_window)
+        results = Windows.read(RunFolder(path).check("evaluation").per_window)
         for kind in ("agent", "cloned"):
             rows += [{"run": Path(path).name, "kind": kind, "bsld": g["bsld"].mean()}
-                     for _, g in per_window[per_window["kind"] == kind].groupby("scheduler")]
+                     for _, g in results.of_kind(kind).groupby("scheduler")]
     return pd.DataFrame(rows, columns=["run", "kind", "bsld"])
 
 

@@ -34,6 +34,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from experiments import runs, tables
+from experiments.results import AGENT, NETWORKS, REFERENCES, Windows
 from experiments.runs import BASELINE
 from hpcgym import io as hpcgym_io
 
@@ -43,7 +44,7 @@ FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#332288", "wfp3": "#88CCEE", "unice
 OTHER_COLOURS = ("#DDCC77", "#661100", "#888888", "#AA4466", "#BBBBBB")
 #: Strong colours for the agent rows (Okabe-Ito), in the order agent, cloned, untrained (then more runs).
 AGENT_COLOURS = ("#D55E00", "#0072B2", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442")
-KIND_ORDER = {"agent": 0, "cloned": 1, "untrained": 2}
+KIND_ORDER = {kind: i for i, kind in enumerate(NETWORKS)}
 FIGURES = ("bsld_per_window", "bsld_paired", "bsld_survival", "wait_over_window")
 #: implementable rows shown beside the agents in the per-window figure (the strongest, by mean bsld)
 STRONGEST = 2
@@ -140,7 +141,7 @@ def _summary(per_window: pd.DataFrame) -> pd.DataFrame:
 def load(folder: Path) -> Results:
     """Read ``per_window.csv``, ``per_job.csv``, ``summary.csv`` (or compute it) and summary.md's first line."""
     folder = Path(folder)
-    per_window = pd.read_csv(folder / runs.PER_WINDOW)
+    per_window = Windows.read(folder / runs.PER_WINDOW).table
     per_job = pd.read_csv(folder / runs.PER_JOB)
     summary_csv = folder / runs.SUMMARY
     summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window)
@@ -179,7 +180,7 @@ class Style:
 
 
 def _display_name(scheduler: str, kind: str, run: str) -> str:
-    if kind in ("heuristic", "clairvoyant"):
+    if kind in REFERENCES:
         return scheduler.upper()
     if scheduler.startswith(run):
         return ("agent" + scheduler[len(run):]).strip()
@@ -191,7 +192,7 @@ def styles(res: Results) -> dict[str, Style]:
     rows = res.per_window.groupby("scheduler", sort=False).agg(kind=("kind", "first"), backfill=("backfill", "first"),
                                                                 bsld=("bsld", "mean")).reset_index()
     out: dict[str, Style] = {}
-    reference = rows["kind"].isin(["heuristic", "clairvoyant"])
+    reference = rows["kind"].isin(REFERENCES)
     agents = rows[~reference].copy()
     agents["order"] = agents["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
     for i, r in enumerate(agents.sort_values(["order", "bsld"]).itertuples()):
@@ -236,7 +237,7 @@ def figure_per_window(res: Results) -> Figure:
         jitter = {w: j for w, j in zip(windows, np.linspace(-0.22, 0.22, len(windows)), strict=True)}
         for y, name in enumerate(order):
             s = st[name]
-            g = res.per_window[res.per_window["scheduler"] == name]
+            g = Windows(res.per_window).rows(name)
             ys = y + g["window"].map(jitter).to_numpy()
             ax.scatter(g["bsld"], ys, s=s.size * 0.7, marker=s.marker, facecolors=s.colour if s.filled else "white",
                        edgecolors=s.colour, linewidths=0.9, alpha=0.75, zorder=s.zorder)
@@ -277,7 +278,7 @@ def figure_per_window(res: Results) -> Figure:
 def rows_that_matter(res: Results) -> list[str]:
     """The agent and its start, the :data:`STRONGEST` strongest implementable rows and FCFS+EASY (the baseline)."""
     table = res.summary.sort_values("bsld")
-    agents = table.loc[table["kind"].isin(["agent", "cloned"]), "scheduler"]
+    agents = table.loc[table["kind"].isin([AGENT, "cloned"]), "scheduler"]
     implementable = table.loc[table["kind"] == tables.HEURISTIC, "scheduler"].head(STRONGEST)
     names = [*agents, *implementable, BASELINE]
     return [n for i, n in enumerate(names) if n in set(table["scheduler"]) and n not in names[:i]]
@@ -289,18 +290,19 @@ def figure_paired(res: Results) -> Figure:
     Without agents, the other rows that matter take their place. Windows are in the order of their start.
     """
     st = styles(res)
-    reference = tables.strongest_reference(res.per_window)
+    results = Windows(res.per_window)
+    reference = results.reference()
     shown = [n for n in rows_that_matter(res) if n not in (reference, BASELINE)]
     agents = [n for n in shown if st[n].agent]
     shown = agents or shown
     ratios = tables.paired(res.per_window, reference).set_index("scheduler") if reference else None
     key = "start" if "start" in res.per_window else "window"
-    ref = res.per_window[res.per_window["scheduler"] == reference].set_index("window")["bsld"]
+    ref = results.bsld(reference) if reference else pd.Series(dtype=float)
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
         width = 0.8 / max(len(shown), 1)
         for i, name in enumerate(shown):
-            g = res.per_window[res.per_window["scheduler"] == name].sort_values([key, "window"])
+            g = results.rows(name).sort_values([key, "window"])
             diff = g["bsld"].to_numpy() - ref.reindex(g["window"]).to_numpy()
             label = f"{st[name].label}: {tables.ratio_text(*ratios.loc[name])} x reference" if ratios is not None \
                 else st[name].label

@@ -33,11 +33,11 @@ import pandas as pd
 
 from experiments import runs
 from experiments.fanout import Executor
+from experiments.results import HEURISTIC, NETWORKS, Windows
 from experiments.runs import BASELINE, RunFolder
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
 
-NETWORKS = ("agent", "cloned", "untrained")
 AGREEMENT = "agreement.csv"  #: per seed: the start's and the kept network's validation and test scores
 
 
@@ -57,14 +57,14 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
         if twin is not run:
             raise ValueError(f"{twin.path} and {run.path} both have seed {args.get('seed')}: one seed would count "
                              "twice; give one run per seed")
-        per_window = pd.read_csv(run.per_window)
-        ref = per_window[per_window["scheduler"] == BASELINE].sort_values("window")["bsld"].round(9).tolist()
+        results = Windows.read(run.per_window)
+        ref = results.fingerprint(BASELINE)
         key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
         seen.setdefault(key, (run, ref))
         if seen[key][1] != ref or len(seen) > 1:
             raise ValueError(f"{run.path} and {seen[next(iter(seen))][0].path} were not evaluated on the same windows "
                              f"(trace, windows, length: {list(seen)}); evaluate them together first")
-        for (scheduler, kind), g in per_window.groupby(["scheduler", "kind"], sort=False):
+        for (scheduler, kind), g in results.table.groupby(["scheduler", "kind"], sort=False):
             role = kind if kind in NETWORKS else scheduler
             backfill = g["backfill"].iat[0] if "backfill" in g else args.get("backfill", "")
             rows.append({"run": run.name, "seed": args["seed"], "scheduler": role, "kind": kind,
@@ -74,7 +74,7 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
 
 def best_reference(per_seed: pd.DataFrame) -> str | None:
     """The strongest reference: the heuristic with the lowest median bsld over the seeds (None: no heuristic)."""
-    heuristics = per_seed[per_seed["kind"] == "heuristic"]
+    heuristics = per_seed[per_seed["kind"] == HEURISTIC]
     if heuristics.empty:
         return None
     return str(heuristics.groupby("scheduler")["bsld"].median().sort_values(kind="stable").index[0])

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from experiments import seeds
+from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder
 
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
@@ -110,10 +111,10 @@ def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.Data
     for (source, seed), path in dirs.items():
         run = RunFolder(path)
         args = run.settings()
-        pw = pd.read_csv(run.per_window)
-        ref = pw[pw["scheduler"] == BASELINE].set_index("window")["bsld"]
-        others = {kind: pw[pw["kind"] == kind].set_index("window")["bsld"] for kind in ("untrained", "cloned")}
-        for _, r in pw[pw["kind"] == "agent"].iterrows():
+        results = Windows.read(run.per_window)
+        ref = results.bsld(BASELINE)
+        others = {kind: results.of_kind(kind).set_index("window")["bsld"] for kind in ("untrained", "cloned")}
+        for _, r in results.agents.iterrows():
             w = int(r["window"])
             rows.append({"source": source, "seed": seed, "window": w, "run": path.name,
                          "workload": args["workload"], "synthesizer": args["synthesizer"] if source != "real" else "",
@@ -121,7 +122,7 @@ def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.Data
                          "utilization": r["utilization"], f"{BASELINE}_bsld": ref.get(w, np.nan),
                          **{f"{k}_bsld": v.get(w, np.nan) for k, v in others.items()}})
         if heuristics is None:
-            heuristics = pw[pw["kind"] == "heuristic"].reset_index(drop=True)
+            heuristics = results.heuristics.reset_index(drop=True)
     return pd.DataFrame(rows), heuristics
 
 
@@ -626,7 +627,7 @@ def slowdown_curves(study_dir: Path) -> dict[str, np.ndarray]:
         values = []
         for run in g["run"].unique():
             jobs = pd.read_csv(RunFolder(folder.runs / run).per_job)
-            values.append(jobs.loc[jobs["kind"] == "agent", "bsld"].to_numpy())
+            values.append(jobs.loc[jobs["kind"] == AGENT, "bsld"].to_numpy())
             if BASELINE not in out:
                 out[BASELINE] = jobs.loc[jobs["scheduler"] == BASELINE, "bsld"].to_numpy()
         out[source] = np.concatenate(values)

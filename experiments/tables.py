@@ -14,12 +14,10 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from experiments.results import CLAIRVOYANT, HEURISTIC, Windows
 from hpcgym import metrics
 
-#: the row kind of the one row no scheduler can reach
-CLAIRVOYANT = "clairvoyant"
-#: the row kind of the implementable, non-learned rows (heuristics, ``tuned``)
-HEURISTIC = "heuristic"
+__all__ = ["CLAIRVOYANT", "HEURISTIC", "cell", "markdown", "paired", "ratio_text", "strongest_reference"]
 CONFIDENCE = 0.95
 
 
@@ -45,8 +43,7 @@ def cell(value: object, digits: int = 3) -> str:
 
 def strongest_reference(per_window: pd.DataFrame) -> str | None:
     """The heuristic row with the lowest mean bsld over the windows (None: no heuristic row)."""
-    rows = per_window[per_window["kind"] == HEURISTIC]
-    return None if rows.empty else str(rows.groupby("scheduler")["bsld"].mean().idxmin())
+    return Windows(per_window).reference()
 
 
 def paired(per_window: pd.DataFrame, reference: str, seed: int = 0) -> pd.DataFrame:
@@ -58,7 +55,7 @@ def paired(per_window: pd.DataFrame, reference: str, seed: int = 0) -> pd.DataFr
     Returns:
         One row per scheduler: ``scheduler, vs_reference, vs_reference_low, vs_reference_high``.
     """
-    ref = per_window[per_window["scheduler"] == reference].set_index("window")
+    ref = Windows(per_window).rows(reference).set_index("window")
     rows = []
     for scheduler, group in per_window.groupby("scheduler", sort=False):
         mine = group.set_index("window")
