@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments import seeds
+from experiments import seeds, stream
 from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder
 
@@ -201,6 +201,31 @@ def source_effect(study: pd.DataFrame, permutations: int = 10_000, seed: int = 0
     p = at_least / len(scores) if exact else (at_least + 1) / (len(scores) + 1)
     out.update(p_value=float(p), relabellings=len(scores))
     return out
+
+
+def paired(dirs: Mapping[tuple[str, int], Path]) -> pd.DataFrame:
+    """Per run: its agent's paired ratio to the strongest reference on the test windows and on the whole test split.
+
+    One row per (source, seed) with :data:`experiments.stream.PAIRED`'s columns (:func:`experiments.stream.paired_rows`
+    on the run's evaluation; ``beats``: the CI's upper end below 1, on the whole split where it was evaluated).
+    """
+    frames = [stream.paired_rows(RunFolder(path).eval, (AGENT,)).assign(source=source, seed=seed)
+              for (source, seed), path in dirs.items()]
+    frames = [f for f in frames if not f.empty]
+    cols = ["source", "seed", *stream.PAIRED]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
+def _paired_text(table: pd.DataFrame) -> list[str]:
+    """The report's section on the paired comparison with the strongest reference (:func:`paired`)."""
+    counts = ", ".join(f"{source}: {int(g['beats'].sum())} of {len(g)}" for source, g in table.groupby("source",
+                                                                                                    sort=False))
+    return ["### Paired against the strongest reference\n", _md(table.drop(columns=["kind"])),
+            "Ratio of the agent's mean bsld to the reference's (the strongest implementable row) on the same jobs, "
+            "95% block-bootstrap CI: on the test windows (blocks of consecutive jobs as long as a window, so that "
+            "overlapping windows do not count twice) and on the whole test split scheduled as one stream (blocks of "
+            f"{stream.BLOCK} consecutive jobs). `beats`: the CI's upper end is below 1 (the whole "
+            f"split's; the windows' for a run evaluated without it). Seeds that beat the reference: {counts}.\n"]
 
 
 STARTS = ["source", "seed", "start", "val_start", "val_kept", "test_start", "test_kept"]
@@ -510,7 +535,9 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
     begun = starts(dirs)
     if not sources.empty:
         sources = sources.merge(start_summary(begun), on="source", how="left")
-    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources), ("starts", begun)):
+    versus = paired(dirs)
+    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources), ("starts", begun),
+                     ("paired", versus)):
         hpcgym_io.write_table(df, folder.table(name))
     agents = sources[sources["seeds"] > 0] if "seeds" in sources else sources
     preds = predictors(fid, agents)
@@ -534,7 +561,7 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
         figures["learning_curves"] = save_figure(figure_curves(dirs, f"validation bsld per source ({label})"),
                                                  folder.figure("learning_curves"))
     text = report_text(args, study, heuristics, sources, fid, preds, fid_errors, timing_table(out, runs, fits, timing),
-                       figures, failures, label, begun)
+                       figures, failures, label, begun, versus)
     path = folder.report
     hpcgym_io.write_text(path, text)
     return path
@@ -542,8 +569,9 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
 
 def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
            preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame, figures: Mapping[str, Path],
-           failures: list[str], label: str, begun: pd.DataFrame | None = None) -> str:
-    """The text of ``report.md`` (``begun``: :func:`starts`)."""
+           failures: list[str], label: str, begun: pd.DataFrame | None = None,
+           versus: pd.DataFrame | None = None) -> str:
+    """The text of ``report.md`` (``begun``: :func:`starts`; ``versus``: :func:`paired`)."""
     parts = [f"# Synthetic vs real: {args.trace}\n",
              f"{label}. Agents trained on each source and evaluated on the same held-out test windows of the real "
              f"trace (the last 30%); heuristics on the same windows. One value per seed is its agent's mean bounded "
@@ -576,6 +604,8 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
                      f"{effect['between_share']:.0%} of the variance between sources (ICC), permutation p = "
                      f"{effect['p_value']:.3f} ({effect['relabellings']:,} relabellings). A small p says the "
                      "training source matters more than the seed.\n")
+    if versus is not None and not versus.empty:
+        parts += _paired_text(versus)
     if begun is not None and not begun.empty:
         parts.append(_start_text(begun))
     if not heuristics.empty:
@@ -598,8 +628,8 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
     parts += ["## (c) Learning curves\n"]
     if "learning_curves" in figures:
         parts.append("![learning curves](figures/learning_curves.png)\n")
-    parts.append("Files: `study.csv` (source x seed x window), `heuristics.csv`, `sources.csv`, `fidelity.csv`, "
-                 "`fidelity_vs_usefulness.csv`, `timing.json`, `runs/<source>-s<seed>/`.\n")
+    parts.append("Files: `study.csv` (source x seed x window), `heuristics.csv`, `sources.csv`, `paired.csv`, "
+                 "`fidelity.csv`, `fidelity_vs_usefulness.csv`, `timing.json`, `runs/<source>-s<seed>/`.\n")
     return "\n".join(parts)
 
 
