@@ -142,7 +142,7 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     """
     table = summary(per_window)
     if whole is not None:
-        streamed = stream.table(whole, table.attrs["reference"])
+        streamed = stream.table(whole)
         write_csv(streamed, out / stream.FILE)
         table = stream.beside(table, streamed)
         description = f"{description}; {stream.DESCRIPTION}" if description else stream.DESCRIPTION
@@ -181,7 +181,9 @@ def format_summary(table: pd.DataFrame, description: str = "") -> str:
     reference = table.attrs.get("reference") or _reference_of(table)
     head = [description] if description else []
     if reference:
-        head.append(f"Reference: {reference} (the strongest implementable row); baseline: {BASELINE}.")
+        on_stream = table.attrs.get("stream_reference")
+        whole = f" on the windows, {on_stream} on the whole split" if on_stream and on_stream != reference else ""
+        head.append(f"Reference: {reference} (the strongest implementable row){whole}; baseline: {BASELINE}.")
     return "\n\n".join([*head, tables.markdown(shown, digits=2)])
 
 

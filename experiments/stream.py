@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from experiments import tables
-from experiments.results import CLAIRVOYANT, NETWORKS, Windows
+from experiments.results import CLAIRVOYANT, HEURISTIC, NETWORKS, Windows, strongest
 from hpcgym import metrics
 
 #: jobs per bootstrap block of the stream (as long as an evaluation window)
@@ -28,24 +28,27 @@ BLOCK = 1024
 #: the stream's table in an evaluation folder
 FILE = "stream.csv"
 #: what the stream's columns of a summary measured
-DESCRIPTION = (f"whole split vs reference: the whole test split scheduled as one episode by each row, its mean bsld "
-               f"over the jobs paired with the reference's on the same jobs, 95% block-bootstrap CI (blocks of {BLOCK} "
-               "consecutive jobs)")
+DESCRIPTION = ("whole split vs reference: the whole test split scheduled as one episode by each row, its mean bsld "
+               "over the jobs paired with the reference's on the same jobs (the strongest implementable row on the "
+               f"whole split), 95% block-bootstrap CI (blocks of {BLOCK} consecutive jobs)")
 CONFIDENCE = 0.95
 #: the columns of :func:`paired_rows`
-PAIRED = ["scheduler", "kind", "reference", "windows_ratio", "windows_low", "windows_high", "stream_ratio",
-          "stream_low", "stream_high", "beats"]
+PAIRED = ["scheduler", "kind", "reference", "windows_ratio", "windows_low", "windows_high", "stream_reference",
+          "stream_ratio", "stream_low", "stream_high", "beats"]
 #: the columns of :func:`table`
 COLUMNS = ["scheduler", "kind", "backfill", "jobs", "bsld", "vs_reference", "vs_reference_low", "vs_reference_high"]
 
 
-def table(per_job: pd.DataFrame, reference: str | None, block: int = BLOCK, seed: int = 0) -> pd.DataFrame:
-    """Each row's mean bsld over the stream and its paired ratio to ``reference`` with a block-bootstrap CI.
+def table(per_job: pd.DataFrame, reference: str | None = None, block: int = BLOCK, seed: int = 0) -> pd.DataFrame:
+    """Each row's mean bsld over the stream and its paired ratio to the reference with a block-bootstrap CI.
 
-    Jobs are paired by ``job_id``; the blocks are runs of ``block`` consecutive jobs of the reference's records in
-    submit order. Without a reference the ratio columns are NaN. Rows are sorted as the window summary's are:
-    implementable rows by mean bsld, the clairvoyant upper bounds last.
+    The reference is ``reference``, by default the stream's own strongest implementable row (the heuristic row with
+    the lowest mean bsld over the stream's jobs; it may differ from the windows'); its name is in the column
+    ``reference``. Jobs are paired by ``job_id``; the blocks are runs of ``block`` consecutive jobs of the
+    reference's records in submit order. Without a heuristic row the ratio columns are NaN. Rows are sorted as the
+    window summary's are: implementable rows by mean bsld, the clairvoyant upper bounds last.
     """
+    reference = reference or strongest(per_job[per_job["kind"] == HEURISTIC])
     ref = _jobs(per_job, reference, block) if reference else None
     rows = []
     for (scheduler, kind, backfill), rec in per_job.groupby(["scheduler", "kind", "backfill"], sort=False):
@@ -55,7 +58,7 @@ def table(per_job: pd.DataFrame, reference: str | None, block: int = BLOCK, seed
             paired = ref.join(mine.rename("mine"), how="inner")
             ratio = metrics.paired_ratio_ci(paired["mine"], paired["bsld"], paired["block"], CONFIDENCE, seed=seed)
         rows.append([scheduler, kind, backfill, len(rec), float(mine.mean()), *ratio])
-    out = pd.DataFrame(rows, columns=COLUMNS)
+    out = pd.DataFrame(rows, columns=COLUMNS).assign(reference=reference)
     out["upper"] = out["kind"] == CLAIRVOYANT
     return out.sort_values(["upper", "bsld"]).drop(columns="upper").reset_index(drop=True)
 
@@ -71,7 +74,7 @@ def beside(summary: pd.DataFrame, streamed: pd.DataFrame) -> pd.DataFrame:
     """The window summary with each row's stream columns (``stream_bsld``, ``stream_vs_reference``, its CI) added."""
     cols = {c: f"stream_{c}" for c in ("bsld", "vs_reference", "vs_reference_low", "vs_reference_high")}
     out = summary.merge(streamed[["scheduler", *cols]].rename(columns=cols), on="scheduler", how="left")
-    out.attrs = summary.attrs
+    out.attrs = dict(summary.attrs, stream_reference=streamed["reference"].iat[0] if len(streamed) else None)
     return out
 
 
@@ -79,7 +82,8 @@ def paired_rows(folder: Path, kinds: tuple[str, ...] = NETWORKS) -> pd.DataFrame
     """The networks' paired ratios to the reference in an evaluation folder, on the windows and the whole split.
 
     The window ratio is recomputed from ``per_window.csv`` (:func:`experiments.tables.paired`, so an evaluation
-    written before the stream existed has it too); the whole split's comes from ``stream.csv`` (NaN without one).
+    written before the stream existed has it too); the whole split's comes from ``stream.csv`` (NaN without one),
+    against the stream's own reference (``stream_reference``).
     Columns :data:`PAIRED`; ``beats``: the whole split's CI lies below 1 (the windows' where there is no stream).
     """
     results = Windows.read(folder)
@@ -92,7 +96,7 @@ def paired_rows(folder: Path, kinds: tuple[str, ...] = NETWORKS) -> pd.DataFrame
     out = []
     for r in rows.itertuples():
         w = windows.loc[r.scheduler, ["vs_reference", "vs_reference_low", "vs_reference_high"]].tolist()
-        s = (streamed.loc[r.scheduler, ["vs_reference", "vs_reference_low", "vs_reference_high"]].tolist()
-             if streamed is not None and r.scheduler in streamed.index else [np.nan] * 3)
-        out.append([r.scheduler, r.kind, reference, *w, *s, bool((s[2] if streamed is not None else w[2]) < 1)])
+        s = (streamed.loc[r.scheduler, ["reference", "vs_reference", "vs_reference_low", "vs_reference_high"]].tolist()
+             if streamed is not None and r.scheduler in streamed.index else [None, *[np.nan] * 3])
+        out.append([r.scheduler, r.kind, reference, *w, *s, bool((s[3] if streamed is not None else w[2]) < 1)])
     return pd.DataFrame(out, columns=PAIRED)

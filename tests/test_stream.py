@@ -39,6 +39,8 @@ def test_stream_ratio_and_ci_by_hand():
     assert tuple(table.loc["agent", ["vs_reference", "vs_reference_low", "vs_reference_high"]]) == pytest.approx(
         (0.75, 0.5, 1.0))
     assert tuple(table.loc["tuned+easy", ["vs_reference", "vs_reference_low", "vs_reference_high"]]) == (1, 1, 1)
+    # by default the reference is the stream's own strongest heuristic row: here the only one
+    assert (stream.table(per_job, block=2)["reference"] == "tuned+easy").all()
 
 
 def test_one_block_of_jobs_leaves_no_spread():
@@ -112,6 +114,7 @@ def test_paired_rows_read_the_windows_and_the_stream_of_an_evaluation(tmp_path):
     assert (row["windows_ratio"], row["windows_low"], row["windows_high"]) == pytest.approx((0.75, 0.5, 1.0))
     assert np.isnan(row["stream_ratio"])
     pd.DataFrame({"scheduler": ["run-s0"], "vs_reference": [0.9], "vs_reference_low": [0.8],
-                  "vs_reference_high": [0.95]}).to_csv(tmp_path / stream.FILE, index=False)
+                  "vs_reference_high": [0.95], "reference": ["saf+easy"]}).to_csv(tmp_path / stream.FILE, index=False)
     row = stream.paired_rows(tmp_path).set_index("scheduler").loc["run-s0"]
     assert (row["stream_ratio"], row["stream_high"], row["beats"]) == (0.9, 0.95, True)
+    assert row["stream_reference"] == "saf+easy"
