@@ -14,6 +14,11 @@ clairvoyant rows, which read the true runtimes, are not references). Heuristics 
 rows repeat one value, as a reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes
 the table in one go (:func:`run`).
 
+**Paired against the strongest reference** (``paired.csv`` and the line under the table): per seed, each network's
+ratio of mean bsld to the strongest implementable row on the same jobs with a 95% block-bootstrap CI, on the test
+windows and on the whole test split as one stream (:func:`experiments.stream.paired_rows`); a seed *beats* the
+reference where the CI's upper end is below 1.
+
 **Validation against test** (:func:`agreement`, ``agreement.csv`` and the line under the table): per seed, the
 validation score of the network RL started from and of the network kept (``learning_curve.csv``), beside their
 test scores, so the table says how often "better on validation" was also better on test, and how well the kept
@@ -31,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments import runs
+from experiments import runs, stream
 from experiments.fanout import Executor
 from experiments.results import HEURISTIC, NETWORKS, Windows
 from experiments.runs import BASELINE, RunFolder
@@ -39,6 +44,7 @@ from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
 
 AGREEMENT = "agreement.csv"  #: per seed: the start's and the kept network's validation and test scores
+PAIRED = "paired.csv"  #: per seed: each network's paired ratio to the strongest reference (windows, whole split)
 
 
 def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
@@ -144,6 +150,18 @@ def rl_counts(agree: pd.DataFrame) -> tuple[int, int, pd.DataFrame]:
             int((scored["test_kept"] < scored["test_start"]).sum()), scored)
 
 
+def paired(run_dirs: Sequence[Path]) -> pd.DataFrame:
+    """Per seed: each network's paired ratio to the strongest reference, on the windows and the whole test split.
+
+    The columns of :data:`experiments.stream.PAIRED` after ``run`` and ``seed`` (:func:`.stream.paired_rows`).
+    """
+    frames = [stream.paired_rows(run.eval).assign(run=run.name, seed=run.settings().get("seed"))
+              for run in map(RunFolder, run_dirs)]
+    cols = ["run", "seed", *stream.PAIRED]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
 def describe_agreement(agree: pd.DataFrame) -> str:
     """One line: how often RL's kept network beat its start on validation and on test; the rank agreement."""
     from scipy.stats import spearmanr
@@ -189,8 +207,10 @@ def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
     write_table(per_seed, out / runs.PER_SEED)
     write_table(tab, out / runs.SUMMARY)
     agree = agreement(run_dirs, per_seed)
-    tab.attrs["agreement"] = describe_agreement(agree)
+    versus = paired(run_dirs)
+    tab.attrs["agreement"] = "\n\n".join(filter(None, [stream.verdict(versus), describe_agreement(agree)]))
     write_table(agree, out / AGREEMENT)
+    write_table(versus, out / PAIRED)
     hpcgym_io.write_text(out / runs.SUMMARY_MD, format_table(tab) + "\n")
     curves = {folder.name: folder.curve for folder in map(RunFolder, run_dirs)}
     plot_learning_curves(curves, out / runs.CURVES_PNG, title=f"{out.name}: validation bsld per seed")

@@ -91,12 +91,31 @@ def paired_rows(folder: Path, kinds: tuple[str, ...] = NETWORKS) -> pd.DataFrame
     rows = results.of_kind(*kinds)[["scheduler", "kind"]].drop_duplicates()
     if reference is None or rows.empty:
         return pd.DataFrame(columns=PAIRED)
-    windows = tables.paired(results.table, reference).set_index("scheduler")
-    streamed = pd.read_csv(folder / FILE).set_index("scheduler") if (folder / FILE).is_file() else None
+    ref = results.rows(reference)
+    streamed = pd.read_csv(folder / FILE).set_index(["scheduler", "kind"]) if (folder / FILE).is_file() else None
+    ratio = ["vs_reference", "vs_reference_low", "vs_reference_high"]
     out = []
     for r in rows.itertuples():
-        w = windows.loc[r.scheduler, ["vs_reference", "vs_reference_low", "vs_reference_high"]].tolist()
-        s = (streamed.loc[r.scheduler, ["reference", "vs_reference", "vs_reference_low", "vs_reference_high"]].tolist()
-             if streamed is not None and r.scheduler in streamed.index else [None, *[np.nan] * 3])
+        mine = results.table[(results.table["scheduler"] == r.scheduler) & (results.table["kind"] == r.kind)]
+        w = tables.paired(pd.concat([ref, mine]), reference).set_index("scheduler").loc[r.scheduler, ratio].tolist()
+        key = (r.scheduler, r.kind)
+        s = (streamed.loc[key, ["reference", *ratio]].tolist() if streamed is not None and key in streamed.index
+             else [None, *[np.nan] * 3])
         out.append([r.scheduler, r.kind, reference, *w, *s, bool((s[3] if streamed is not None else w[2]) < 1)])
     return pd.DataFrame(out, columns=PAIRED)
+
+
+def verdict(versus: pd.DataFrame) -> str:
+    """One sentence per network kind of :func:`paired_rows` over several runs: the median ratio and the seeds that beat.
+
+    >>> rows = pd.DataFrame({"kind": ["agent"] * 3, "stream_ratio": [0.9, 0.95, 1.1], "beats": [True, False, False]})
+    >>> verdict(rows)
+    'agent: median ratio 0.950 to the reference on the whole split; 1 of 3 runs beat it (CI upper end below 1).'
+    """
+    parts = []
+    for kind, g in versus.groupby("kind", sort=False):
+        on = "whole split" if g["stream_ratio"].notna().all() else "windows"
+        ratio = g["stream_ratio" if on == "whole split" else "windows_ratio"].median()
+        parts.append(f"{kind}: median ratio {ratio:.3f} to the reference on the {on}; {int(g['beats'].sum())} of "
+                     f"{len(g)} runs beat it (CI upper end below 1).")
+    return " ".join(parts)

@@ -346,14 +346,13 @@ def _start_text(begun: pd.DataFrame) -> str:
 
 def _paired_text(table: pd.DataFrame) -> list[str]:
     """The report's section on the paired comparison with the strongest reference (:func:`paired`)."""
-    counts = ", ".join(f"{source}: {int(g['beats'].sum())} of {len(g)}" for source, g in table.groupby("source",
-                                                                                                    sort=False))
+    counts = " ".join(f"{source}: {stream.verdict(g)}" for source, g in table.groupby("source", sort=False))
     return ["### Paired against the strongest reference\n", _md(table.drop(columns=["kind"])),
             "Ratio of the agent's mean bsld to the reference's (the strongest implementable row) on the same jobs, "
             "95% block-bootstrap CI: on the test windows (blocks of consecutive jobs as long as a window, so that "
             "overlapping windows do not count twice) and on the whole test split scheduled as one stream (blocks of "
             f"{stream.BLOCK} consecutive jobs). `beats`: the CI's upper end is below 1 (the whole "
-            f"split's; the windows' for a run evaluated without it). Seeds that beat the reference: {counts}.\n"]
+            f"split's; the windows' for a run evaluated without it). Per source: {counts}\n"]
 
 
 def figure_slowdown(study_dir: Path):

@@ -114,7 +114,8 @@ def test_paired_rows_read_the_windows_and_the_stream_of_an_evaluation(tmp_path):
     assert (row["windows_ratio"], row["windows_low"], row["windows_high"]) == pytest.approx((0.75, 0.5, 1.0))
     assert np.isnan(row["stream_ratio"])
     pd.DataFrame({"scheduler": ["run-s0"], "vs_reference": [0.9], "vs_reference_low": [0.8],
-                  "vs_reference_high": [0.95], "reference": ["saf+easy"]}).to_csv(tmp_path / stream.FILE, index=False)
+                  "vs_reference_high": [0.95], "reference": ["saf+easy"], "kind": ["agent"]}).to_csv(
+        tmp_path / stream.FILE, index=False)
     row = stream.paired_rows(tmp_path).set_index("scheduler").loc["run-s0"]
     assert (row["stream_ratio"], row["stream_high"], row["beats"]) == (0.9, 0.95, True)
     assert row["stream_reference"] == "saf+easy"
