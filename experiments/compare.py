@@ -9,10 +9,12 @@ compared together must have been evaluated on the same windows: the script check
 (FCFS+EASY) scored the same on every window of every run, and refuses otherwise. The table gives, per agent, the
 mean bounded slowdown on the real test windows with a 95% bootstrap interval, the win rate against FCFS+EASY, and
 the share of the real-trained agent's improvement over FCFS+EASY that it achieves (TSTR: train on synthetic, test
-on real). When a training source has several runs (seeds), a second table reports it across seeds: the median of
-the seeds' mean bsld, the interquartile range, the worst seed, and the share of the real-trained agents'
-improvement at the medians with a 95% bootstrap CI over seeds. Two runs of one training source with the same seed
-are refused (one line, exit 2) rather than counted as two seeds or merged: nothing says which of them is right.
+on real). A second table gives each agent's paired ratio to the strongest reference with its 95% block-bootstrap CI,
+on the windows and on the whole test split. When a training source has several runs (seeds), a third table reports
+it across seeds: the median of the seeds' mean bsld, the interquartile range, the worst seed, and the share of the
+real-trained agents' improvement at the medians with a 95% bootstrap CI over seeds. Two runs of one training
+source with the same seed are refused (one line, exit 2) rather than counted as two seeds or merged: nothing says
+which of them is right.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.results import Windows
+from experiments import stream
+from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder, check_distinct
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
@@ -119,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = (f"{trace}, test split (last 30%), {windows['window'].nunique()} windows per run; agents' backfill "
             f"{'/'.join(backfills)}, baseline {BASELINE}; mean bounded slowdown over windows with a 95% bootstrap CI")
     text = head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    versus = pd.concat([stream.paired_rows(RunFolder(r).eval, (AGENT,)) for r in args.runs], ignore_index=True)
+    text += ("\n\npaired against the strongest reference (ratio of mean bsld on the same jobs, 95% block-bootstrap "
+             "CI; beats: the CI's upper end below 1, on the whole split where evaluated)\n")
+    text += versus.drop(columns="kind").to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if windows.groupby("trained_on")["run"].nunique().max() > 1:
         text += "\n\nacross seeds (one value per run: its mean bsld over the windows)\n"
         text += across_seeds(windows).to_string(index=False, float_format=lambda v: f"{v:,.3f}")
