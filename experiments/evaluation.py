@@ -75,11 +75,14 @@ def per_window_table(per_job: pd.DataFrame, machine_nodes: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary(per_window: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+def summary(per_window: pd.DataFrame, baseline: str = BASELINE, per_job: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean bsld with a bootstrap CI over windows, the paired ratio to the reference and the win rate on ``baseline``.
 
     The reference is the strongest implementable row (:func:`experiments.tables.strongest_reference`; its name is
     in ``attrs["reference"]``). Implementable rows come first, by mean bsld; the clairvoyant rows (upper bounds) last.
+    With ``per_job`` (and the windows' ``start``), the paired ratio's CI resamples blocks of jobs as long as a window
+    (:func:`experiments.tables.paired_by_jobs`: jobs shared by overlapping windows are drawn together); without, blocks
+    of windows (:func:`experiments.tables.paired`).
     """
     base = Windows(per_window).bsld(baseline)
     rows = []
@@ -94,7 +97,7 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     table.insert(6, "headroom", references.headroom(table))
     reference = Windows(per_window).reference()
     if reference is not None:
-        ratios = tables.paired(per_window, reference)
+        ratios = _paired(per_window, reference, per_job)
         table = table.merge(ratios, on="scheduler", how="left")
         cols = list(table.columns)
         moved = [c for c in ratios.columns if c != "scheduler"]
@@ -104,6 +107,14 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     table = table.sort_values(["upper_bound", "bsld"]).drop(columns="upper_bound").reset_index(drop=True)
     table.attrs["reference"] = reference
     return table
+
+
+def _paired(per_window: pd.DataFrame, reference: str, per_job: pd.DataFrame | None) -> pd.DataFrame:
+    """The paired ratios of :func:`summary`: by blocks of jobs where the records allow it, else by blocks of windows."""
+    if per_job is None or per_job.empty or "start" not in per_window:
+        return tables.paired(per_window, reference)
+    length = int(per_job.groupby(["scheduler", "window"]).size().max())
+    return tables.paired_by_jobs(per_job, per_window, reference, length)
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -116,8 +127,9 @@ def describe(trace: str, windows: int, length: int, seed: int) -> str:
     return (f"{trace}, test split (last 30%), {windows} windows x {length} jobs (window seed {seed}); mean bounded "
             f"slowdown (tau 10 s) over windows, {CONFIDENCE:.0%} bootstrap CI; agents play deterministically with "
             "the backfilling they trained with (column 'backfill'); vs reference: the paired ratio of mean bsld to the "
-            "strongest implementable row on the same windows, 95% block-bootstrap CI (blocks of consecutive jobs as "
-            "long as a window); headroom: the share of the gap between the best "
+            "strongest implementable row on the same windows, 95% block-bootstrap CI (blocks of consecutive jobs of "
+            "the split as long as a window; the jobs that overlapping windows share are drawn together); headroom: "
+            "the share of the gap between the best "
             "classic heuristic and the clairvoyant row (same backfilling) that a row takes (docs/definitions.md)")
 
 
@@ -140,7 +152,7 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     With ``whole`` (the stream's per-job records, :func:`experiments.stream.run`), also ``stream.csv``, and the
     summary gains the stream's columns.
     """
-    table = summary(per_window)
+    table = summary(per_window, per_job=per_job)
     if whole is not None:
         streamed = stream.table(whole)
         write_csv(streamed, out / stream.FILE)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from experiments import tables
 from experiments.results import CLAIRVOYANT, HEURISTIC, NETWORKS, Windows, strongest
+from experiments.runs import SUMMARY
 from hpcgym import metrics
 
 #: jobs per bootstrap block of the stream (as long as an evaluation window)
@@ -81,8 +82,8 @@ def beside(summary: pd.DataFrame, streamed: pd.DataFrame) -> pd.DataFrame:
 def paired_rows(folder: Path, kinds: tuple[str, ...] = NETWORKS) -> pd.DataFrame:
     """The networks' paired ratios to the reference in an evaluation folder, on the windows and the whole split.
 
-    The window ratio is recomputed from ``per_window.csv`` (:func:`experiments.tables.paired`, so an evaluation
-    written before the stream existed has it too); the whole split's comes from ``stream.csv`` (NaN without one),
+    The window ratio is the evaluation's own (``summary.csv``), else recomputed from ``per_window.csv`` with blocks of
+    windows (:func:`experiments.tables.paired`); the whole split's comes from ``stream.csv`` (NaN without one),
     against the stream's own reference (``stream_reference``).
     Columns :data:`PAIRED`; ``beats``: the whole split's CI lies below 1 (the windows' where there is no stream).
     """
@@ -92,17 +93,29 @@ def paired_rows(folder: Path, kinds: tuple[str, ...] = NETWORKS) -> pd.DataFrame
     if reference is None or rows.empty:
         return pd.DataFrame(columns=PAIRED)
     ref = results.rows(reference)
-    streamed = pd.read_csv(folder / FILE).set_index(["scheduler", "kind"]) if (folder / FILE).is_file() else None
+    streamed = _table(folder / FILE, "vs_reference")
+    summary = _table(folder / SUMMARY, "vs_reference")
     ratio = ["vs_reference", "vs_reference_low", "vs_reference_high"]
     out = []
     for r in rows.itertuples():
-        mine = results.table[(results.table["scheduler"] == r.scheduler) & (results.table["kind"] == r.kind)]
-        w = tables.paired(pd.concat([ref, mine]), reference).set_index("scheduler").loc[r.scheduler, ratio].tolist()
         key = (r.scheduler, r.kind)
+        if summary is not None and key in summary.index:
+            w = summary.loc[key, ratio].tolist()
+        else:
+            mine = results.table[(results.table["scheduler"] == r.scheduler) & (results.table["kind"] == r.kind)]
+            w = tables.paired(pd.concat([ref, mine]), reference).set_index("scheduler").loc[r.scheduler, ratio].tolist()
         s = (streamed.loc[key, ["reference", *ratio]].tolist() if streamed is not None and key in streamed.index
              else [None, *[np.nan] * 3])
         out.append([r.scheduler, r.kind, reference, *w, *s, bool((s[3] if streamed is not None else w[2]) < 1)])
     return pd.DataFrame(out, columns=PAIRED)
+
+
+def _table(path: Path, column: str) -> pd.DataFrame | None:
+    """A CSV of an evaluation folder indexed by ``(scheduler, kind)``; None when it is missing or lacks ``column``."""
+    if not path.is_file():
+        return None
+    table = pd.read_csv(path)
+    return table.set_index(["scheduler", "kind"]) if column in table else None
 
 
 def verdict(versus: pd.DataFrame) -> str:

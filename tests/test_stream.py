@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import evaluation, stream
+from experiments import evaluation, stream, tables
 from experiments.runs import Agent
-from hpcgym import traces
+from hpcgym import metrics, traces
 from hpcgym.sim import simulate
 
 
@@ -119,3 +119,28 @@ def test_paired_rows_read_the_windows_and_the_stream_of_an_evaluation(tmp_path):
     row = stream.paired_rows(tmp_path).set_index("scheduler").loc["run-s0"]
     assert (row["stream_ratio"], row["stream_high"], row["beats"]) == (0.9, 0.95, True)
     assert row["stream_reference"] == "saf+easy"
+
+
+def test_window_ratio_by_blocks_of_jobs_by_hand():
+    # Two windows of two jobs starting at rows 0 and 1 of the split: they share row 1. Blocks of two rows: rows 0, 1
+    # -> block 0, row 2 -> block 1. Terms bsld / 2: agent w0 (1, 3) -> 0.5, 1.5 in block 0; w1 (3, 5) -> 1.5 in
+    # block 0, 2.5 in block 1: blocks 3.5 and 2.5. The reference (2 everywhere): 3 and 1. Point 6 / 4 = 1.5 (the
+    # windows' means 2, 4 against 2, 2); resamples 00 -> 7/6 (1/4), 01 -> 1.5 (1/2), 11 -> 5/2 (1/4).
+    jobs = [(w, j, s, b) for s, b in (("agent", (1, 3, 3, 5)), ("ref", (2, 2, 2, 2)))
+            for w, j, b in zip((0, 0, 1, 1), (10, 11, 11, 12), b, strict=True)]
+    per_job = pd.DataFrame(jobs, columns=["window", "job_id", "scheduler", "bsld"]).assign(submit=lambda d: d["job_id"])
+    per_window = pd.DataFrame({"window": [0, 1], "start": [0, 1]})
+    row = tables.paired_by_jobs(per_job, per_window, "ref", block=2, seed=1).set_index("scheduler").loc["agent"]
+    assert tuple(row) == pytest.approx((1.5, 7 / 6, 2.5))
+    # the same two windows as independent items could draw w0 twice: (2 + 2) / (2 + 2) = 1, below the job blocks' 7/6
+    ratios = metrics.block_bootstrap_ratios(np.array([2.0, 4.0]), np.array([2.0, 2.0]), np.arange(2), n_boot=400)
+    assert ratios.min() == pytest.approx(1.0)
+
+
+def test_the_summary_resamples_jobs_and_keeps_the_windows_point_ratio():
+    per_window, per_job = evaluation.evaluate_on_test("lublin-256", {}, windows=6, length=256, progress=False)
+    by_windows = evaluation.summary(per_window).set_index("scheduler")
+    by_jobs = evaluation.summary(per_window, per_job=per_job).set_index("scheduler")
+    np.testing.assert_allclose(by_jobs["vs_reference"], by_windows.loc[by_jobs.index, "vs_reference"], rtol=1e-9)
+    assert (by_jobs["vs_reference_low"] <= by_jobs["vs_reference"]).all()
+    assert (by_jobs["vs_reference"] <= by_jobs["vs_reference_high"]).all()
