@@ -451,3 +451,21 @@ def save(figures: Mapping[str, Figure], folder: Path) -> list[Path]:
             hpcgym_io.write_figure(fig, path, bbox_inches="tight", facecolor="white")
         paths.append(path)
     return paths
+
+
+def noise_floor(reference: float, draws: np.ndarray, runs: pd.DataFrame, title: str, path: Path) -> None:
+    """``experiments.noise_floor``'s figure: the near-copies' histogram, ``tuned``, the runs' networks as ticks."""
+    fig = Figure(figsize=(7, 3.5))  # outside pyplot: no backend switch, nothing left open
+    ax = fig.subplots()
+    ax.hist(draws, bins=min(30, max(5, len(draws) // 2)), color="0.75", label="near-copies of tuned")
+    ax.axvline(reference, color="k", lw=2, label="tuned")
+    for kind, colour in (("agent", "tab:red"), ("cloned", "tab:blue")):
+        v = runs.loc[runs["kind"] == kind, "bsld"]
+        if len(v):
+            ax.plot(v, np.zeros(len(v)), "|", ms=25, mew=2, color=colour, label=f"{kind} (one tick per run)")
+    ax.set_xlabel("mean bounded slowdown over the test windows (lower is better)")
+    ax.set_ylabel("near-copies")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    hpcgym_io.write_figure(fig, path, dpi=120)

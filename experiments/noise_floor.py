@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments import figures
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
@@ -91,29 +92,6 @@ def summarize(reference: float, draws: np.ndarray, runs: pd.DataFrame) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def plot(reference: float, draws: np.ndarray, runs: pd.DataFrame, title: str, path: Path) -> None:
-    """The draws' histogram, ``tuned`` as a line, the runs' networks as ticks."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.hist(draws, bins=min(30, max(5, len(draws) // 2)), color="0.75", label="near-copies of tuned")
-    ax.axvline(reference, color="k", lw=2, label="tuned")
-    for kind, colour in (("agent", "tab:red"), ("cloned", "tab:blue")):
-        v = runs.loc[runs["kind"] == kind, "bsld"]
-        if len(v):
-            ax.plot(v, np.zeros(len(v)), "|", ms=25, mew=2, color=colour, label=f"{kind} (one tick per run)")
-    ax.set_xlabel("mean bounded slowdown over the test windows (lower is better)")
-    ax.set_ylabel("near-copies")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    hpcgym_io.write_figure(fig, path, dpi=120)
-    plt.close(fig)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     ap = cli.ArgumentParser(prog="python -m experiments.noise_floor", description=__doc__,
@@ -159,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pd.DataFrame(weights, columns=["a", "b", "c", "d"]).assign(bsld=draws).to_csv(args.out / "draws.csv",
                                                                                       index=False)
         hpcgym_io.write_text(args.out / "summary.md", "```\n" + text + "\n```\n")
-        plot(reference, draws, runs, title, args.out / "noise_floor.png")
+        figures.noise_floor(reference, draws, runs, title, args.out / "noise_floor.png")
         print(f"wrote {args.out}")
     return 0
 
