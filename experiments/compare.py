@@ -9,10 +9,12 @@ compared together must have been evaluated on the same windows: the script check
 (FCFS+EASY) scored the same on every window of every run, and refuses otherwise. The table gives, per agent, the
 mean bounded slowdown on the real test windows with a 95% bootstrap interval, the win rate against FCFS+EASY, and
 the share of the real-trained agent's improvement over FCFS+EASY that it achieves (TSTR: train on synthetic, test
-on real). When a training source has several runs (seeds), a second table reports it across seeds: the median of
-the seeds' mean bsld, the interquartile range, the worst seed, and the share of the real-trained agents'
-improvement at the medians with a 95% bootstrap CI over seeds. Two runs of one training source with the same seed
-are refused (one line, exit 2) rather than counted as two seeds or merged: nothing says which of them is right.
+on real). A second table gives each agent's paired ratio to the strongest reference with its 95% block-bootstrap CI,
+on the windows and on the whole test split. When a training source has several runs (seeds), a third table reports
+it across seeds: the median of the seeds' mean bsld, the interquartile range, the worst seed, and the share of the
+real-trained agents' improvement at the medians with a 95% bootstrap CI over seeds. Two runs of one training
+source with the same seed are refused (one line, exit 2) rather than counted as two seeds or merged: nothing says
+which of them is right.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments import stream
+from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder, check_distinct
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
@@ -51,18 +55,17 @@ def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
             raise ValueError(f"{twin.path} and {run.path} both trained on {label(args)} with seed {args.get('seed')}: "
                              "the table counts each training source's runs as its seeds, so that seed would count "
                              "twice; give one run per source and seed")
-        per_window = pd.read_csv(run.per_window)
-        agent = per_window[per_window["kind"] == "agent"]
-        ref = per_window[per_window["scheduler"] == BASELINE]
-        key = (args["trace"], ref["bsld"].round(9).tolist())
+        results = Windows.read(run.per_window)
+        ref = results.bsld(BASELINE)
+        key = (args["trace"], results.fingerprint(BASELINE))
         first = first or (run, key)
         if key != first[1]:
             raise ValueError(f"{run} and {first[0]} were not evaluated on the same windows (trace "
                              f"{args['trace']} vs {first[1][0]}, {len(key[1])} vs {len(first[1][1])} windows); "
                              "evaluate them together with experiments.evaluate first")
-        for (_, a), (_, r) in zip(agent.iterrows(), ref.iterrows(), strict=True):
+        for a in results.agents.itertuples():
             rows.append({"run": run.name, "trained_on": label(args), "algo": args["algo"], "trace": args["trace"],
-                         "window": a["window"], "bsld": a["bsld"], "reference_bsld": r["bsld"]})
+                         "window": a.window, "bsld": a.bsld, "reference_bsld": ref[a.window]})
     return pd.DataFrame(rows)
 
 
@@ -119,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = (f"{trace}, test split (last 30%), {windows['window'].nunique()} windows per run; agents' backfill "
             f"{'/'.join(backfills)}, baseline {BASELINE}; mean bounded slowdown over windows with a 95% bootstrap CI")
     text = head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    versus = pd.concat([stream.paired_rows(RunFolder(r).eval, (AGENT,)) for r in args.runs], ignore_index=True)
+    text += ("\n\npaired against the strongest reference (ratio of mean bsld on the same jobs, 95% block-bootstrap "
+             "CI; beats: the CI's upper end below 1, on the whole split where evaluated)\n")
+    text += versus.drop(columns="kind").to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if windows.groupby("trained_on")["run"].nunique().max() > 1:
         text += "\n\nacross seeds (one value per run: its mean bsld over the windows)\n"
         text += across_seeds(windows).to_string(index=False, float_format=lambda v: f"{v:,.3f}")

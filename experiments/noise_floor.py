@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments import figures
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
@@ -43,7 +44,7 @@ def near_copies(weights: Sequence[float], sd: float, draws: int, seed: int) -> n
 
 def evaluation_windows(trace: str, read: dict, windows: int = WINDOWS, length: int = LENGTH) -> tuple[list, object]:
     """The evaluation's test windows of ``trace`` and its machine."""
-    from experiments.evaluate import evaluation_split
+    from experiments.evaluation import evaluation_split
     from hpcgym import traces
 
     _, machine, test, starts = evaluation_split(trace, read, windows, length, WINDOW_SEED)
@@ -60,14 +61,15 @@ def scores(windows: list, machine: object, policies: list, backfill: str) -> np.
 
 def run_scores(run_dirs: Sequence[Path]) -> pd.DataFrame:
     """The agent's and the cloned network's mean bsld of each evaluated run folder (``run, kind, bsld``)."""
+    from experiments.results import Windows
     from experiments.runs import RunFolder
 
     rows = []
     for path in run_dirs:
-        per_window = pd.read_csv(RunFolder(path).check("evaluation").per_window)
+        results = Windows.read(RunFolder(path).check("evaluation").per_window)
         for kind in ("agent", "cloned"):
             rows += [{"run": Path(path).name, "kind": kind, "bsld": g["bsld"].mean()}
-                     for _, g in per_window[per_window["kind"] == kind].groupby("scheduler")]
+                     for _, g in results.of_kind(kind).groupby("scheduler")]
     return pd.DataFrame(rows, columns=["run", "kind", "bsld"])
 
 
@@ -88,29 +90,6 @@ def summarize(reference: float, draws: np.ndarray, runs: pd.DataFrame) -> pd.Dat
             rows.append({"row": f"median of {len(g)} runs ({kind})", "bsld": median,
                          "draws_better": float(np.mean(draws < median))})
     return pd.DataFrame(rows)
-
-
-def plot(reference: float, draws: np.ndarray, runs: pd.DataFrame, title: str, path: Path) -> None:
-    """The draws' histogram, ``tuned`` as a line, the runs' networks as ticks."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.hist(draws, bins=min(30, max(5, len(draws) // 2)), color="0.75", label="near-copies of tuned")
-    ax.axvline(reference, color="k", lw=2, label="tuned")
-    for kind, colour in (("agent", "tab:red"), ("cloned", "tab:blue")):
-        v = runs.loc[runs["kind"] == kind, "bsld"]
-        if len(v):
-            ax.plot(v, np.zeros(len(v)), "|", ms=25, mew=2, color=colour, label=f"{kind} (one tick per run)")
-    ax.set_xlabel("mean bounded slowdown over the test windows (lower is better)")
-    ax.set_ylabel("near-copies")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    hpcgym_io.write_figure(fig, path, dpi=120)
-    plt.close(fig)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -135,11 +114,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI (wrapped by :func:`hpcgym.cli.run`: bad input exits 2 with one ``error:`` line)."""
-    from baselines import tuned
+    from baselines import priorities
 
     args = parse_args(argv)
     try:
-        base = tuned.named("tuned", args.trace, args.backfill)
+        base = priorities.resolve("tuned", args.trace, args.backfill)
     except ValueError as exc:
         raise cli.UsageError(cli.message(exc)) from None
     runs = run_scores(args.runs)
@@ -158,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pd.DataFrame(weights, columns=["a", "b", "c", "d"]).assign(bsld=draws).to_csv(args.out / "draws.csv",
                                                                                       index=False)
         hpcgym_io.write_text(args.out / "summary.md", "```\n" + text + "\n```\n")
-        plot(reference, draws, runs, title, args.out / "noise_floor.png")
+        figures.noise_floor(reference, draws, runs, title, args.out / "noise_floor.png")
         print(f"wrote {args.out}")
     return 0
 

@@ -14,6 +14,11 @@ clairvoyant rows, which read the true runtimes, are not references). Heuristics 
 rows repeat one value, as a reference. ``python -m experiments.train --seeds ...`` trains the seeds and writes
 the table in one go (:func:`run`).
 
+**Paired against the strongest reference** (``paired.csv`` and the line under the table): per seed, each network's
+ratio of mean bsld to the strongest implementable row on the same jobs with a 95% block-bootstrap CI, on the test
+windows and on the whole test split as one stream (:func:`experiments.stream.paired_rows`); a seed *beats* the
+reference where the CI's upper end is below 1.
+
 **Validation against test** (:func:`agreement`, ``agreement.csv`` and the line under the table): per seed, the
 validation score of the network RL started from and of the network kept (``learning_curve.csv``), beside their
 test scores, so the table says how often "better on validation" was also better on test, and how well the kept
@@ -29,13 +34,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments import runs
+from experiments import runs, stream
+from experiments.results import HEURISTIC, NETWORKS, Windows
 from experiments.runs import BASELINE, RunFolder
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
 
-NETWORKS = ("agent", "cloned", "untrained")
 AGREEMENT = "agreement.csv"  #: per seed: the start's and the kept network's validation and test scores
+PAIRED = "paired.csv"  #: per seed: each network's paired ratio to the strongest reference (windows, whole split)
 
 
 def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
@@ -54,14 +60,14 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
         if twin is not run:
             raise ValueError(f"{twin.path} and {run.path} both have seed {args.get('seed')}: one seed would count "
                              "twice; give one run per seed")
-        per_window = pd.read_csv(run.per_window)
-        ref = per_window[per_window["scheduler"] == BASELINE].sort_values("window")["bsld"].round(9).tolist()
+        results = Windows.read(run.per_window)
+        ref = results.fingerprint(BASELINE)
         key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
         seen.setdefault(key, (run, ref))
         if seen[key][1] != ref or len(seen) > 1:
             raise ValueError(f"{run.path} and {seen[next(iter(seen))][0].path} were not evaluated on the same windows "
                              f"(trace, windows, length: {list(seen)}); evaluate them together first")
-        for (scheduler, kind), g in per_window.groupby(["scheduler", "kind"], sort=False):
+        for (scheduler, kind), g in results.table.groupby(["scheduler", "kind"], sort=False):
             role = kind if kind in NETWORKS else scheduler
             backfill = g["backfill"].iat[0] if "backfill" in g else args.get("backfill", "")
             rows.append({"run": run.name, "seed": args["seed"], "scheduler": role, "kind": kind,
@@ -71,7 +77,7 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
 
 def best_reference(per_seed: pd.DataFrame) -> str | None:
     """The strongest reference: the heuristic with the lowest median bsld over the seeds (None: no heuristic)."""
-    heuristics = per_seed[per_seed["kind"] == "heuristic"]
+    heuristics = per_seed[per_seed["kind"] == HEURISTIC]
     if heuristics.empty:
         return None
     return str(heuristics.groupby("scheduler")["bsld"].median().sort_values(kind="stable").index[0])
@@ -141,6 +147,18 @@ def rl_counts(agree: pd.DataFrame) -> tuple[int, int, pd.DataFrame]:
             int((scored["test_kept"] < scored["test_start"]).sum()), scored)
 
 
+def paired(run_dirs: Sequence[Path]) -> pd.DataFrame:
+    """Per seed: each network's paired ratio to the strongest reference, on the windows and the whole test split.
+
+    The columns of :data:`experiments.stream.PAIRED` after ``run`` and ``seed`` (:func:`.stream.paired_rows`).
+    """
+    frames = [stream.paired_rows(run.eval).assign(run=run.name, seed=run.settings().get("seed"))
+              for run in map(RunFolder, run_dirs)]
+    cols = ["run", "seed", *stream.PAIRED]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
 def describe_agreement(agree: pd.DataFrame) -> str:
     """One line: how often RL's kept network beat its start on validation and on test; the rank agreement."""
     from scipy.stats import spearmanr
@@ -186,8 +204,10 @@ def write(run_dirs: Sequence[Path], out: Path) -> pd.DataFrame:
     write_table(per_seed, out / runs.PER_SEED)
     write_table(tab, out / runs.SUMMARY)
     agree = agreement(run_dirs, per_seed)
-    tab.attrs["agreement"] = describe_agreement(agree)
+    versus = paired(run_dirs)
+    tab.attrs["agreement"] = "\n\n".join(filter(None, [stream.verdict(versus), describe_agreement(agree)]))
     write_table(agree, out / AGREEMENT)
+    write_table(versus, out / PAIRED)
     hpcgym_io.write_text(out / runs.SUMMARY_MD, format_table(tab) + "\n")
     curves = {folder.name: folder.curve for folder in map(RunFolder, run_dirs)}
     plot_learning_curves(curves, out / runs.CURVES_PNG, title=f"{out.name}: validation bsld per seed")

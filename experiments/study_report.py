@@ -1,4 +1,4 @@
-"""The tables, figures and ``report.md`` of a study folder written by :mod:`experiments.study`.
+"""The figures and ``report.md`` of a study folder written by :mod:`experiments.study` (tables: :mod:`.study_tables`).
 
 Everything here reads what the stages left on disk (the runs' ``eval/per_window.csv`` and ``learning_curve.csv``,
 the fidelity JSONs, the fits' manifests), so a report can be redrawn from a study folder at any time. Figures use
@@ -22,9 +22,7 @@ brought (with ``--tuned workload`` each source's prior is fitted on its own jobs
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,49 +30,32 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments import seeds
+from experiments import seeds, stream, study_tables
 from experiments.runs import BASELINE, RunFolder
+from experiments.study_tables import (
+    StudyFolder,
+    add_status,
+    collect,
+    fidelity_frame,
+    fidelity_loads,
+    paired,
+    predictors,
+    run_dirs,
+    run_status,
+    slowdown_curves,
+    source_effect,
+    sources_table,
+    start_effect,
+    start_summary,
+    starts,
+)
 
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
-#: the key of a run's ``study-run.json`` that marks a source whose windows needed no decision
-#: (:class:`hpcgym.errors.NoDecisionError`), and the status the tables give it
-UNTRAINABLE = "untrainable"
-UNTRAINABLE_STATUS = "untrainable: its samples make no decisions"
-#: the fidelity row that gives a generator's offered load
-LOAD_METRIC = "offered load (whole trace)"
 
 
-class StudyFolder:
-    """A study's folder: where ``experiments.study`` and this module put each file.
-
-    ``study.json`` (the study's settings), ``runs/<source>-s<seed>/`` (run folders,
-    :class:`experiments.runs.RunFolder`), ``fidelity/`` (one JSON per generator, fit and sample size, and the
-    stage's log), ``errors/`` (the traceback of each failure), the tables ``<name>.csv``, ``figures/<name>.png``,
-    ``report.md`` and ``timing.json``.
-    """
-
-    def __init__(self, path: str | Path):
-        p = self.path = Path(path)
-        self.settings, self.timing, self.report = p / "study.json", p / "timing.json", p / "report.md"
-        self.runs, self.figures, self.errors = p / "runs", p / "figures", p / "errors"
-        self.fidelity = p / "fidelity"
-        self.fidelity_log = self.fidelity / "fidelity.log"
-
-    def table(self, name: str) -> Path:
-        """A table of the report (``study``, ``heuristics``, ``sources``, ``fidelity``, ...)."""
-        return self.path / f"{name}.csv"
-
-    def figure(self, name: str) -> Path:
-        """A figure of the report (:data:`FIGURES`)."""
-        return self.figures / f"{name}.png"
-
-    def error(self, stage: str, label: str) -> Path:
-        """Where the traceback of a failed item goes."""
-        return self.errors / f"{stage}-{label}.txt"
-
-    def fidelity_json(self, generator: str, fit: Path, jobs: int) -> Path:
-        """The fidelity scores of a generator's fit (its cache folder) on ``jobs`` sampled jobs."""
-        return self.fidelity / f"{generator}-{fit.name.rsplit('-', 1)[-1]}-n{jobs}.json"
+def __getattr__(name: str) -> Any:
+    """The tables' names (``StudyFolder``, ``STARTS``, ...), which lived here before :mod:`.study_tables`."""
+    return getattr(study_tables, name)
 
 
 def _figure(**kw: Any):
@@ -82,264 +63,6 @@ def _figure(**kw: Any):
     from matplotlib.figure import Figure
 
     return Figure(**kw)
-
-
-# ---- collecting ------------------------------------------------------------------------------------------------
-def run_dirs(runs: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], Path]:
-    """(source, seed) -> the run folder, for the runs that have an evaluation."""
-    out = {}
-    for key, targs in runs.items():
-        path = Path(targs.runs_dir) / targs.name
-        if RunFolder(path).evaluated():
-            out[key] = path
-    return out
-
-
-def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``study.csv`` (one row per source x seed x window) and ``heuristics.csv`` (one row per heuristic x window).
-
-    Raises:
-        ValueError: the runs were not evaluated on the same windows (:func:`experiments.compare.load_runs`).
-    """
-    from experiments import compare
-
-    if not dirs:
-        return pd.DataFrame(), pd.DataFrame()
-    compare.load_runs(list(dirs.values()))  # refuses runs evaluated on other windows
-    rows, heuristics = [], None
-    for (source, seed), path in dirs.items():
-        run = RunFolder(path)
-        args = run.settings()
-        pw = pd.read_csv(run.per_window)
-        ref = pw[pw["scheduler"] == BASELINE].set_index("window")["bsld"]
-        others = {kind: pw[pw["kind"] == kind].set_index("window")["bsld"] for kind in ("untrained", "cloned")}
-        for _, r in pw[pw["kind"] == "agent"].iterrows():
-            w = int(r["window"])
-            rows.append({"source": source, "seed": seed, "window": w, "run": path.name,
-                         "workload": args["workload"], "synthesizer": args["synthesizer"] if source != "real" else "",
-                         "backfill": r["backfill"], "bsld": r["bsld"], "wait": r["wait"],
-                         "utilization": r["utilization"], f"{BASELINE}_bsld": ref.get(w, np.nan),
-                         **{f"{k}_bsld": v.get(w, np.nan) for k, v in others.items()}})
-        if heuristics is None:
-            heuristics = pw[pw["kind"] == "heuristic"].reset_index(drop=True)
-    return pd.DataFrame(rows), heuristics
-
-
-def sources_table(study: pd.DataFrame) -> pd.DataFrame:
-    """One row per source: its seeds' mean bsld, win rate against FCFS+EASY and share of the real agents' gain.
-
-    The seeds' mean bsld as mean, sd, min, max and median; the untrained and cloned networks' mean bsld; the share
-    of the real-trained agents' improvement over FCFS+EASY at the seed medians, with its 95% bootstrap CI over
-    seeds (:func:`experiments.compare.across_seeds`).
-    """
-    from experiments import compare
-
-    if study.empty:
-        return pd.DataFrame()
-    per_seed = study.groupby(["source", "seed"], sort=False).agg(bsld=("bsld", "mean"), ref=(f"{BASELINE}_bsld",
-                                                                                            "mean"))
-    windows = study.rename(columns={"source": "trained_on", f"{BASELINE}_bsld": "reference_bsld"})
-    shares = compare.across_seeds(windows).set_index("trained_on")
-    rows = []
-    for source, g in per_seed.groupby(level="source", sort=False):
-        v = g["bsld"].to_numpy()
-        s = study[study["source"] == source]
-        row = {"source": source, "seeds": len(v), "mean_bsld": v.mean(), "sd_bsld": v.std(ddof=1) if len(v) > 1
-               else np.nan, "min_seed": v.min(), "max_seed": v.max(), "median_bsld": np.median(v),
-               f"{BASELINE}_bsld": g["ref"].mean(), "win_rate_vs_fcfs_easy": float((s["bsld"] <
-                                                                                    s[f"{BASELINE}_bsld"]).mean()),
-               "untrained_bsld": s["untrained_bsld"].mean(), "cloned_bsld": s.get("cloned_bsld", pd.Series(
-                   dtype=float)).mean()}
-        for col in ("share_of_real_improvement", "share_ci_low", "share_ci_high"):
-            row[col] = shares.at[source, col] if col in shares else np.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def f_statistic(values: np.ndarray, labels: np.ndarray) -> float:
-    """One-way analysis of variance: the between-group mean square over the within-group mean square."""
-    groups = [values[labels == g] for g in np.unique(labels)]
-    k, n = len(groups), len(values)
-    grand = values.mean()
-    between = sum(len(g) * (g.mean() - grand) ** 2 for g in groups) / (k - 1)
-    within = sum(((g - g.mean()) ** 2).sum() for g in groups) / (n - k)
-    return float(between / within) if within > 0 else float("inf")
-
-
-def source_effect(study: pd.DataFrame, permutations: int = 10_000, seed: int = 0) -> dict[str, Any]:
-    """Is the spread *between* training sources larger than the spread *between seeds* of one source?
-
-    One value per (source, seed): the log of its agent's mean bsld over the test windows (logs, because one
-    collapsed seed can score 30x another). Returns the one-way ANOVA's ``F`` across sources, ``between_share``
-    (the intra-class correlation ICC(1): the share of the variance that lies between sources; negative when sources
-    differ less than seeds), and ``p_value``: the share of relabellings of the (source, seed) values among the
-    sources with an ``F`` at least the observed one (every relabelling when there are at most ``permutations``,
-    else that many random ones drawn with ``seed``). Sources with one seed, or fewer than two sources, give NaNs.
-    """
-    per_seed = study.groupby(["source", "seed"], sort=False)["bsld"].mean().reset_index()
-    per_seed = per_seed[per_seed.groupby("source")["seed"].transform("size") >= 2]
-    values, labels = np.log(per_seed["bsld"].to_numpy(float)), per_seed["source"].to_numpy()
-    k, n = len(np.unique(labels)), len(values)
-    out: dict[str, Any] = {"sources": k, "runs": n, "F": np.nan, "between_share": np.nan, "p_value": np.nan,
-                           "relabellings": 0}
-    if k < 2 or n <= k:
-        return out
-    observed = f_statistic(values, labels)
-    sizes = per_seed.groupby("source").size().to_numpy()
-    n0 = (n - (sizes ** 2).sum() / n) / (k - 1)  # the mean group size, for unequal seeds per source
-    share = (observed - 1) / (observed + n0 - 1) if np.isfinite(observed) else 1.0  # no spread within: all between
-    out.update(F=observed, between_share=float(share))
-    exact = math.factorial(n) <= permutations  # every relabelling, the observed one included
-    if exact:
-        relabelled = (labels[list(p)] for p in itertools.permutations(range(n)))
-    else:
-        rng = np.random.default_rng(seed)
-        relabelled = (rng.permutation(labels) for _ in range(permutations))
-    scores = np.array([f_statistic(values, lab) for lab in relabelled])
-    at_least = int((scores >= observed * (1 - 1e-12)).sum())
-    p = at_least / len(scores) if exact else (at_least + 1) / (len(scores) + 1)
-    out.update(p_value=float(p), relabellings=len(scores))
-    return out
-
-
-STARTS = ["source", "seed", "start", "val_start", "val_kept", "test_start", "test_kept"]
-
-
-def starts(dirs: Mapping[tuple[str, int], Path]) -> pd.DataFrame:
-    """Per run: the network RL started from and the one it kept, their validation and test scores (mean bsld).
-
-    Columns :data:`STARTS`: :func:`experiments.seeds.agreement` over each source's runs (``start`` is
-    ``untrained``, ``cloned`` or a taught residual's ``prior``; ``test_start`` is NaN where the start has no test
-    row of its own and was not kept). Runs without a learning curve (no validation windows) have no row.
-    """
-    by_source: dict[str, list[Path]] = {}
-    for (source, _), path in dirs.items():
-        by_source.setdefault(source, []).append(path)
-    frames = [seeds.agreement(paths, seeds.load(paths)).assign(source=source) for source, paths in by_source.items()]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True)[STARTS] if frames else pd.DataFrame(columns=STARTS)
-
-
-def start_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per source, from :func:`starts`: the seeds' median start on test and how often RL beat its start.
-
-    Columns ``source, start_median_bsld`` (median over the seeds whose start has a test score),
-    ``rl_beat_start_validation`` (seeds whose kept network scored lower than the start on validation: RL moved) and
-    ``rl_beat_start_test`` (of the seeds whose start has a test score, those whose kept network scored lower on test).
-    """
-    rows = []
-    for source, g in table.groupby("source", sort=False):
-        moved, better, scored = seeds.rl_counts(g)
-        median = float(scored["test_start"].median()) if len(scored) else np.nan
-        rows.append({"source": source, "start_median_bsld": median, "rl_beat_start_validation": moved,
-                     "rl_beat_start_test": f"{better} of {len(scored)}"})
-    return pd.DataFrame(rows, columns=["source", "start_median_bsld", "rl_beat_start_validation",
-                                       "rl_beat_start_test"])
-
-
-def start_effect(table: pd.DataFrame, permutations: int = 10_000, seed: int = 0) -> dict[str, Any]:
-    """:func:`source_effect` on the starts' test scores: did the sources differ before RL?"""
-    scored = table.dropna(subset=["test_start"])
-    return source_effect(scored.assign(bsld=scored["test_start"].astype(float)), permutations, seed)
-
-
-def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
-    """One row per run: ``source, seed, status, decisions_per_window, window_load``.
-
-    ``status``: ``trained``, :data:`UNTRAINABLE_STATUS` (its training windows needed no decision, so it has no
-    agent), or ``not trained`` (failed or not run). ``decisions_per_window``: the mean decisions per training
-    episode (``monitor.csv``); 0 for an untrainable run. ``window_load``: for an untrainable run, the mean offered
-    load of the windows it drew before giving up; else NaN.
-    """
-    rows = []
-    for (source, seed), targs in runs.items():
-        run = RunFolder(Path(targs.runs_dir) / targs.name)
-        record = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
-        row = {"source": source, "seed": seed, "status": "not trained", "decisions_per_window": np.nan,
-               "window_load": np.nan}
-        if UNTRAINABLE in record:
-            row.update(status=UNTRAINABLE_STATUS, decisions_per_window=0.0,
-                       window_load=float(record[UNTRAINABLE]["offered_load"]))
-        elif "train_s" in record and run.model.exists():
-            episodes = pd.read_csv(run.monitor, skiprows=1) if run.monitor.exists() else pd.DataFrame({"l": []})
-            row.update(status="trained", decisions_per_window=float(episodes["l"].mean()) if len(episodes)
-                       else np.nan)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["source", "seed", "status", "decisions_per_window", "window_load"])
-
-
-def add_status(sources: pd.DataFrame, status: pd.DataFrame, loads: Mapping[str, float]) -> pd.DataFrame:
-    """``sources`` with each source's status, offered load and decisions per window; untrainable sources added.
-
-    A source's status is its runs' (``trained``, :data:`UNTRAINABLE_STATUS`), or a count of each when its seeds
-    differ. ``offered_load`` is ``loads[source]`` (the training part for ``real``, a generator's fidelity sample);
-    ``window_load`` the mean over its untrainable runs of the windows they drew (NaN when all trained).
-    """
-    if status.empty:
-        return sources
-    rows = []
-    for source, g in status.groupby("source", sort=False):
-        counts = g["status"].value_counts()
-        label = counts.index[0] if len(counts) == 1 else "; ".join(f"{n} of {len(g)} seeds {k}"
-                                                                  for k, n in counts.items())
-        rows.append({"source": source, "status": label, "offered_load": loads.get(source, np.nan),
-                     "decisions_per_window": g["decisions_per_window"].mean(), "window_load": g["window_load"].mean()})
-    extra = pd.DataFrame(rows)
-    if sources.empty:
-        return extra.assign(seeds=0)
-    out = extra.merge(sources, on="source", how="left")
-    out["seeds"] = out["seeds"].fillna(0).astype(int)
-    return out
-
-
-def fidelity_loads(fidelity: pd.DataFrame) -> dict[str, float]:
-    """Each generator's offered load from its fidelity table (:data:`LOAD_METRIC`)."""
-    if fidelity.empty:
-        return {}
-    rows = fidelity[fidelity["metric"] == LOAD_METRIC]
-    return {r["source"]: float(r["value"]) for _, r in rows.iterrows()}
-
-
-def fidelity_frame(paths: Mapping[str, Path]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The fidelity scores, long (``source, metric, section, better, value, floor, bootstrap``), and the errors."""
-    frames, errors = [], {}
-    for source, path in paths.items():
-        if not path.exists():
-            errors[source] = "not computed"
-            continue
-        body = json.loads(path.read_text())
-        if "error" in body:
-            errors[source] = body["error"].strip().splitlines()[-1]
-            continue
-        frames.append(pd.DataFrame(body["table"]).assign(source=source))
-    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), errors
-
-
-def predictors(fidelity: pd.DataFrame, sources: pd.DataFrame) -> pd.DataFrame:
-    """Per fidelity metric: the Spearman rank correlation, across generators, of its score with usefulness.
-
-    Usefulness is minus the median over seeds of the agents' mean bsld on the test windows (rank-equivalent to the
-    share of the real agents' improvement, and defined without a real source). ``rho_oriented`` flips the sign of
-    the metrics where lower is better, so that a positive value always means "better fidelity, more useful
-    agents"; the best predictor is the metric with the highest ``rho_oriented``.
-    """
-    from scipy.stats import spearmanr
-
-    if fidelity.empty or sources.empty:
-        return pd.DataFrame()
-    useful = -sources.set_index("source")["median_bsld"]
-    rows = []
-    for metric, g in fidelity.groupby("metric", sort=False):
-        x = g.set_index("source")["value"].astype(float).replace([np.inf, -np.inf], np.nan)
-        both = pd.concat([x, useful], axis=1, join="inner").dropna()
-        rho = np.nan
-        if len(both) >= 3 and both.iloc[:, 0].nunique() > 1 and both.iloc[:, 1].nunique() > 1:
-            rho = float(spearmanr(both.iloc[:, 0], both.iloc[:, 1]).statistic)
-        better = g["better"].iat[0] if "better" in g else None
-        sign = {"lower": -1.0, "higher": 1.0}.get(better)  # a value row ("= train") has no direction
-        rows.append({"metric": metric, "section": g["section"].iat[0] if "section" in g else "", "better": better,
-                     "generators": len(both), "rho": rho, "rho_oriented": sign * rho if sign else np.nan})
-    return pd.DataFrame(rows).sort_values("rho_oriented", ascending=False, na_position="last").reset_index(drop=True)
 
 
 # ---- figures ---------------------------------------------------------------------------------------------------
@@ -509,7 +232,9 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
     begun = starts(dirs)
     if not sources.empty:
         sources = sources.merge(start_summary(begun), on="source", how="left")
-    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources), ("starts", begun)):
+    versus = paired(dirs)
+    for name, df in (("study", study), ("heuristics", heuristics), ("sources", sources), ("starts", begun),
+                     ("paired", versus)):
         hpcgym_io.write_table(df, folder.table(name))
     agents = sources[sources["seeds"] > 0] if "seeds" in sources else sources
     preds = predictors(fid, agents)
@@ -533,7 +258,7 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
         figures["learning_curves"] = save_figure(figure_curves(dirs, f"validation bsld per source ({label})"),
                                                  folder.figure("learning_curves"))
     text = report_text(args, study, heuristics, sources, fid, preds, fid_errors, timing_table(out, runs, fits, timing),
-                       figures, failures, label, begun)
+                       figures, failures, label, begun, versus)
     path = folder.report
     hpcgym_io.write_text(path, text)
     return path
@@ -541,8 +266,9 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
 
 def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
            preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame, figures: Mapping[str, Path],
-           failures: list[str], label: str, begun: pd.DataFrame | None = None) -> str:
-    """The text of ``report.md`` (``begun``: :func:`starts`)."""
+           failures: list[str], label: str, begun: pd.DataFrame | None = None,
+           versus: pd.DataFrame | None = None) -> str:
+    """The text of ``report.md`` (``begun``: :func:`starts`; ``versus``: :func:`paired`)."""
     parts = [f"# Synthetic vs real: {args.trace}\n",
              f"{label}. Agents trained on each source and evaluated on the same held-out test windows of the real "
              f"trace (the last 30%); heuristics on the same windows. One value per seed is its agent's mean bounded "
@@ -575,6 +301,8 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
                      f"{effect['between_share']:.0%} of the variance between sources (ICC), permutation p = "
                      f"{effect['p_value']:.3f} ({effect['relabellings']:,} relabellings). A small p says the "
                      "training source matters more than the seed.\n")
+    if versus is not None and not versus.empty:
+        parts += _paired_text(versus)
     if begun is not None and not begun.empty:
         parts.append(_start_text(begun))
     if not heuristics.empty:
@@ -597,8 +325,8 @@ def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, source
     parts += ["## (c) Learning curves\n"]
     if "learning_curves" in figures:
         parts.append("![learning curves](figures/learning_curves.png)\n")
-    parts.append("Files: `study.csv` (source x seed x window), `heuristics.csv`, `sources.csv`, `fidelity.csv`, "
-                 "`fidelity_vs_usefulness.csv`, `timing.json`, `runs/<source>-s<seed>/`.\n")
+    parts.append("Files: `study.csv` (source x seed x window), `heuristics.csv`, `sources.csv`, `paired.csv`, "
+                 "`fidelity.csv`, `fidelity_vs_usefulness.csv`, `timing.json`, `runs/<source>-s<seed>/`.\n")
     return "\n".join(parts)
 
 
@@ -616,26 +344,20 @@ def _start_text(begun: pd.DataFrame) -> str:
     return text + "\n"
 
 
-# ---- the notebook's slowdown curves ----------------------------------------------------------------------------
-def slowdown_curves(study_dir: Path) -> dict[str, np.ndarray]:
-    """Per-job bounded slowdowns pooled over seeds and windows: one array per source, and FCFS+EASY's."""
-    folder = StudyFolder(study_dir)
-    study = pd.read_csv(folder.table("study"))
-    out: dict[str, np.ndarray] = {}
-    for source, g in study.groupby("source", sort=False):
-        values = []
-        for run in g["run"].unique():
-            jobs = pd.read_csv(RunFolder(folder.runs / run).per_job)
-            values.append(jobs.loc[jobs["kind"] == "agent", "bsld"].to_numpy())
-            if BASELINE not in out:
-                out[BASELINE] = jobs.loc[jobs["scheduler"] == BASELINE, "bsld"].to_numpy()
-        out[source] = np.concatenate(values)
-    return out
+def _paired_text(table: pd.DataFrame) -> list[str]:
+    """The report's section on the paired comparison with the strongest reference (:func:`paired`)."""
+    counts = " ".join(f"{source}: {stream.verdict(g)}" for source, g in table.groupby("source", sort=False))
+    return ["### Paired against the strongest reference\n", _md(table.drop(columns=["kind"])),
+            "Ratio of the agent's mean bsld to the reference's (the strongest implementable row) on the same jobs, "
+            "95% block-bootstrap CI: on the test windows (blocks of consecutive jobs as long as a window, so that "
+            "overlapping windows do not count twice) and on the whole test split scheduled as one stream (blocks of "
+            f"{stream.BLOCK} consecutive jobs). `beats`: the CI's upper end is below 1 (the whole "
+            f"split's; the windows' for a run evaluated without it). Per source: {counts}\n"]
 
 
 def figure_slowdown(study_dir: Path):
     """The tail ``P(bsld > x)`` of per-job bounded slowdown, one line per source (log axes)."""
-    from experiments.plots import survival
+    from experiments.figures import survival
 
     fig = _figure(figsize=(7, 4))
     ax = fig.subplots()

@@ -14,12 +14,11 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from experiments.results import CLAIRVOYANT, HEURISTIC, Windows
 from hpcgym import metrics
 
-#: the row kind of the one row no scheduler can reach
-CLAIRVOYANT = "clairvoyant"
-#: the row kind of the implementable, non-learned rows (heuristics, ``tuned``)
-HEURISTIC = "heuristic"
+__all__ = ["CLAIRVOYANT", "HEURISTIC", "cell", "markdown", "paired", "paired_by_jobs", "ratio_text",
+           "strongest_reference"]
 CONFIDENCE = 0.95
 
 
@@ -45,8 +44,7 @@ def cell(value: object, digits: int = 3) -> str:
 
 def strongest_reference(per_window: pd.DataFrame) -> str | None:
     """The heuristic row with the lowest mean bsld over the windows (None: no heuristic row)."""
-    rows = per_window[per_window["kind"] == HEURISTIC]
-    return None if rows.empty else str(rows.groupby("scheduler")["bsld"].mean().idxmin())
+    return Windows(per_window).reference()
 
 
 def paired(per_window: pd.DataFrame, reference: str, seed: int = 0) -> pd.DataFrame:
@@ -58,7 +56,7 @@ def paired(per_window: pd.DataFrame, reference: str, seed: int = 0) -> pd.DataFr
     Returns:
         One row per scheduler: ``scheduler, vs_reference, vs_reference_low, vs_reference_high``.
     """
-    ref = per_window[per_window["scheduler"] == reference].set_index("window")
+    ref = Windows(per_window).rows(reference).set_index("window")
     rows = []
     for scheduler, group in per_window.groupby("scheduler", sort=False):
         mine = group.set_index("window")
@@ -69,6 +67,40 @@ def paired(per_window: pd.DataFrame, reference: str, seed: int = 0) -> pd.DataFr
         rows.append(dict(zip(("scheduler", "vs_reference", "vs_reference_low", "vs_reference_high"),
                              (scheduler, *ratio), strict=True)))
     return pd.DataFrame(rows)
+
+
+def paired_by_jobs(per_job: pd.DataFrame, per_window: pd.DataFrame, reference: str, block: int,
+                   seed: int = 0) -> pd.DataFrame:
+    """:func:`paired` with the CI's blocks made of jobs, not windows: overlapping windows never count twice.
+
+    Each window's jobs are placed at their rows of the split (the window's ``start`` in ``per_window`` plus the job's
+    rank in the window by submit time); a job's term ``bsld / window length`` goes to the block of ``block``
+    consecutive rows it falls in. A window is the sum of its terms, so the point ratio is :func:`paired`'s; but two
+    overlapping windows put their shared jobs into the same blocks, which the bootstrap draws together.
+    """
+    terms = _job_terms(per_job, per_window, block)
+    ref = terms[terms["scheduler"] == reference].groupby(["window", "block"])["term"].sum()
+    rows = []
+    for scheduler, group in terms.groupby("scheduler", sort=False):
+        mine = group.groupby(["window", "block"])["term"].sum()
+        windows = mine.index.get_level_values("window").unique().intersection(ref.index.get_level_values("window"))
+        pair = pd.DataFrame({"mine": mine, "ref": ref}).loc[windows].fillna(0.0).groupby(level="block").sum()
+        ratio = metrics.paired_ratio_ci(pair["mine"], pair["ref"], None, CONFIDENCE, seed=seed) if len(pair) \
+            else (np.nan,) * 3
+        rows.append(dict(zip(("scheduler", "vs_reference", "vs_reference_low", "vs_reference_high"),
+                             (scheduler, *ratio), strict=True)))
+    return pd.DataFrame(rows)
+
+
+def _job_terms(per_job: pd.DataFrame, per_window: pd.DataFrame, block: int) -> pd.DataFrame:
+    """``scheduler, window, block, term``: each job's ``bsld / window length`` and the block of its row in the split."""
+    jobs = per_job.sort_values(["scheduler", "window", "submit", "job_id"], kind="stable")
+    start = per_window.drop_duplicates("window").set_index("window")["start"]
+    keys = [jobs["scheduler"], jobs["window"]]
+    row = jobs["window"].map(start).to_numpy() + jobs.groupby(keys, sort=False).cumcount().to_numpy()
+    size = jobs.groupby(keys, sort=False)["bsld"].transform("size").to_numpy()
+    return pd.DataFrame({"scheduler": jobs["scheduler"].to_numpy(), "window": jobs["window"].to_numpy(),
+                         "block": row // block, "term": jobs["bsld"].to_numpy() / size})
 
 
 def ratio_text(ratio: float, low: float, high: float) -> str:

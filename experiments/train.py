@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 def main(argv: list[str] | None = None) -> int:
     """Train, then evaluate on the test windows."""
-    from experiments.evaluate import format_summary
+    from experiments.evaluation import format_summary
     from experiments.training import loop, many, verdict
 
     args = parse_args(argv)

@@ -230,7 +230,7 @@ def _resume_hint(run: runs.RunFolder, steps: int) -> str:
 
 def train_and_evaluate(recipe: Recipe) -> tuple[Path, pd.DataFrame | None]:
     """Train, then (unless ``eval_windows`` is 0) evaluate; return the run folder and the summary."""
-    from experiments import evaluate
+    from experiments import evaluation as evaluate
 
     folder = runs.RunFolder(recipe.folder)
     fresh = not (folder.path.exists() and any(folder.path.iterdir()))

@@ -150,7 +150,7 @@ def do_run(task: RunTask) -> dict[str, Any]:
     A source whose samples make no decision (:class:`hpcgym.errors.NoDecisionError`) is a result, recorded as
     :data:`UNTRAINABLE`, not a failure.
     """
-    from experiments import evaluate
+    from experiments import evaluation as evaluate
     from experiments.training import loop
     from hpcgym.errors import NoDecisionError
     from synth.base import Synthesizer

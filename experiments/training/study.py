@@ -22,7 +22,7 @@ from experiments import arguments, runs
 from experiments.arguments import TRACE_FLAGS, TraceArgs, flag
 from experiments.fanout import Executor
 from experiments.protocol import Data, run_data
-from experiments.study_report import StudyFolder
+from experiments.study_tables import StudyFolder
 from experiments.training import flags, loop, many
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
