@@ -114,7 +114,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI (wrapped by :func:`hpcgym.cli.run`: bad input exits 2 with one ``error:`` line)."""
-    from baselines import priorities
+    from baselines import priorities, tuned
 
     args = parse_args(argv)
     try:
