@@ -46,6 +46,7 @@ from gymnasium.vector.utils import batch_space
 
 from hpcgym.env import SchedulingEnv, reset_options, warn_if_unmasked, whole_number
 from hpcgym.observation import Observer, Scales
+from hpcgym.sim.actions import HOLD_CHOICE
 from hpcgym.sim.loop import DONE
 from hpcgym.sim.simulator import Batch, Buffers
 from hpcgym.sim.state import QE, QS, T
@@ -116,8 +117,11 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if actions.size != self.num_envs:
             raise ValueError(f"step takes one action per copy ({self.num_envs}), got {actions.size}: {actions!r}")
         actions = self._checked(actions.reshape(self.num_envs))
+        credits = self._before_credits(actions) if self.envs[0]._credit is not None else None
         terminated = self.batch.choose(actions)
         reward = np.zeros(self.num_envs)
+        if credits is not None:
+            self._credits(reward, terminated, *credits)
         self.final_infos = {}
         final_obs, final_info = None, {}
         for i in np.flatnonzero(terminated):
@@ -126,7 +130,8 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])
             warn_if_unmasked(env.invalid_actions, int(self.batch.decisions[i]), f"copy {i}'s episode")
-            reward[i] = result.reward
+            reward[i] = result.reward if credits is None else env._credit.credit(env.sim, credits[0][i],
+                                                                                  credits[1][i])
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)
             final_obs[i] = self._obs[i].copy()
@@ -149,6 +154,22 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         """Nothing to release (no processes, no files)."""
 
     # ---- internals -------------------------------------------------------------------------------------------
+    def _before_credits(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``reward="counterfactual"``: each pending copy's chosen job and the baseline's head, before the step."""
+        chosen, heads = np.full(self.num_envs, -1, np.int64), np.full(self.num_envs, -1, np.int64)
+        slots = self.envs[0].slots
+        for i in np.flatnonzero(self.batch.status != DONE):
+            env = self.envs[i]
+            chosen[i] = HOLD_CHOICE if actions[i] == slots else env.sim.queue[actions[i]]
+            heads[i] = env._credit.head(env.sim)
+        return chosen, heads
+
+    def _credits(self, reward: np.ndarray, terminated: np.ndarray, chosen: np.ndarray, heads: np.ndarray) -> None:
+        """The credits of the copies whose episode goes on (those that ended get theirs from their result)."""
+        for i in np.flatnonzero(~terminated):
+            env = self.envs[i]
+            reward[i] = env._credit.credit(env.sim, int(chosen[i]), int(heads[i]))
+
     def _loaded(self, i: int) -> None:
         self.batch.loaded(i)
         self._clocks[i] = self.envs[i].scales.clock

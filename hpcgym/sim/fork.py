@@ -46,8 +46,8 @@ from hpcgym.sim.policy import UNICEP, WFP3, PriorityPolicy, priority
 from hpcgym.sim.predict import WALLTIME
 from hpcgym.sim.state import APPEND, BLOCKED, HN, HOLD_AT, NEXT, OPEN, PRED, QE, QS, SCAN, WAKE, T
 
-__all__ = ["OBJECTIVE_CODES", "custom_keys", "finish", "fork", "hand_over", "objective", "play", "q_value", "run_until",
-           "value", "value_of"]
+__all__ = ["OBJECTIVE_CODES", "custom_keys", "finish", "fork", "hand_over", "head", "objective", "play", "q_value",
+           "run_until", "value", "value_of"]
 
 #: The objectives :func:`objective` computes, by code (those of :mod:`hpcgym.rewards`).
 OBJECTIVE_CODES = {"bsld": 0, "wait": 1, "turnaround": 2, "util": 3}
@@ -142,6 +142,23 @@ def q_value(jobs, st, order, mode, chosen, code, custom, scan, kind, total):  # 
     """``Q(s, a)``: play ``chosen`` (:func:`play`), then finish under the heuristic (:func:`value`)."""
     jobs2, st2 = play(jobs, st, order, mode, chosen)
     return value(jobs2, st2, code, mode, custom, scan, kind, total)
+
+
+@nb.njit(cache=True)
+def head(jobs, st, code):  # pragma: no cover - compiled
+    """The waiting job a heuristic of code ``code`` puts first now, on the simulation's own keys (-1: none waits).
+
+    In step mode the keys are those of the simulation's order: this is that order's choice (ties: the lower index).
+    """
+    submit, hold, wall, nodes, key, limit, user, model = jobs
+    sc, q = st[0], st[4]
+    best, best_score = -1, np.inf
+    for m in range(sc[QS], sc[QE]):
+        j = q[m]
+        score = priority(code, sc[T], submit[j], wall[j], nodes[j], 0.0) if code == WFP3 or code == UNICEP else key[j]
+        if score < best_score or (score == best_score and j < best):
+            best, best_score = j, score
+    return best
 
 
 @nb.njit(cache=True)
