@@ -9,6 +9,10 @@ against the SimPy reference): a fork must give *the same start times*, not merel
 3. ``Q(s_t, a_t) = V(s_{t+1})``: a choice played on a fork, then finished, equals the real next state's finish.
 4. The credits ``V(s_t) - V(s_{t+1})`` sum to ``V(s_0)`` minus the agent's result: the fork of a finished episode is the
    agent's schedule, so the telescoping sum ends at the agent's value.
+
+Step mode runs EASY, no backfilling and rlscheduler; batch mode EASY and conservative (which has no step mode, so
+1 and 2 only). Each of the fork's three hand-overs (the keys, the queue's re-sort, the cleared ``BLOCKED`` flag) and
+the copy of the estimates was removed in turn while writing these tests: 20 to 36 of them failed each time.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ def heuristic_choice(sim, pol) -> int:
 
 
 CASES = [(kind, seed, backfill, pred) for kind, seed in (("random", 1), ("random", 2), ("real", 3))
-         for backfill in ("easy", "none") for pred in PREDICTORS]
+         for backfill in ("easy", "none", "rlscheduler") for pred in PREDICTORS]
 
 
 @pytest.mark.parametrize(("kind", "seed", "backfill", "pred"), CASES)
