@@ -92,6 +92,11 @@ def reward(value: float, baseline: float | None, objective_name: str, kind: str)
 class Counterfactual:
     """The per-decision credits of ``reward="counterfactual"`` for one simulation (see the module docstring).
 
+    Its episode's ``V(s_0)``, last ``V`` and fork count are :attr:`state` (three floats), and the baseline's custom
+    keys :attr:`custom`: a vector environment binds them to rows of its batch arrays (:meth:`bind`) and computes its
+    copies' credits in one compiled call (:func:`hpcgym.sim.fork.row_credits`); a single environment calls
+    :meth:`credit`. Both give the same numbers.
+
     Args:
         baseline: the heuristic whose finish is ``V``; its runtime predictor must be the simulation's.
         objective_name: the objective (:data:`OBJECTIVES`).
@@ -106,31 +111,50 @@ class Counterfactual:
                  shortcut: bool):
         self.baseline, self.shortcut = baseline, shortcut
         self.sign = 1.0 if objective_name == "util" else -1.0
-        self._args = (baseline.code, BACKFILL_MODES[backfill])
-        self._tail = (-1 if baseline.scan is None else baseline.scan, fork.OBJECTIVE_CODES[objective_name],
-                      int(machine_nodes))
-        self.custom = np.zeros(0)
-        self.v0 = self.previous = float("nan")
-        self.forks = 0  #: forks this episode
+        self.code, self.mode = baseline.code, BACKFILL_MODES[backfill]
+        self.scan = -1 if baseline.scan is None else baseline.scan
+        self.kind, self.nodes = fork.OBJECTIVE_CODES[objective_name], int(machine_nodes)
+        self.bind(np.zeros(3), np.zeros(0))
+
+    def bind(self, state: np.ndarray, custom: np.ndarray) -> Counterfactual:
+        """Keep ``(V(s_0), last V, forks)`` in ``state`` and the custom keys in ``custom`` (a batch's rows); reset."""
+        self.state, self._custom = state, custom
+        self.state[:] = (np.nan, np.nan, 0)
+        self.custom = custom[:0]
+        return self
+
+    @property
+    def v0(self) -> float:
+        """``V(s_0)`` of the episode (NaN when it needed no decision)."""
+        return float(self.state[0])
+
+    @property
+    def forks(self) -> int:
+        """Forks this episode."""
+        return int(self.state[2])
 
     def start(self, sim: Any, keys: np.ndarray | None, pending: bool) -> None:
         """A new episode of ``sim`` (at its first decision, if ``pending``), with the baseline's custom ``keys``."""
-        self.custom = fork.custom_keys(self.baseline, keys, len(sim.start))
-        self.forks = 0
-        self.v0 = self.previous = self.value(sim) if pending else float("nan")
+        n = len(sim.start)
+        if len(self._custom) < n:
+            self._custom = np.zeros(n)
+        self.custom = self._custom[:n]
+        self.custom[:] = fork.custom_keys(self.baseline, keys, n)
+        self.state[2] = 0
+        self.state[0] = self.state[1] = self.value(sim) if pending else np.nan
 
     def value(self, sim: Any) -> float:
         """``V`` of ``sim``'s current state: a fork finished under the baseline."""
-        self.forks += 1
+        self.state[2] += 1
         jobs, st = sim.arrays
-        return float(fork.value(jobs, st, *self._args, self.custom, *self._tail))
+        return float(fork.value(jobs, st, self.code, self.mode, self.custom, self.scan, self.kind, self.nodes))
 
     def head(self, sim: Any) -> int:
         """The job the baseline would put first at the pending decision (-1 when the shortcut is off)."""
         if not self.shortcut:
             return -1
         jobs, st = sim.arrays
-        return int(fork.head(jobs, st, self._args[0]))
+        return int(fork.head(jobs, st, self.code))
 
     def credit(self, sim: Any, chosen: int, head: int) -> float:
         """The credit of the decision just made: ``chosen`` (a job) where the baseline puts ``head`` first.
@@ -138,23 +162,21 @@ class Counterfactual:
         When the decision ended the episode, ``V`` is the agent's own objective, computed as the forks compute it
         (so that an agent that played the baseline's choices gets exactly 0).
         """
-        if math.isnan(self.v0):  # an episode that needed no decision: the baseline's schedule, credit 0
+        v0, before = self.state[0], self.state[1]
+        if math.isnan(v0):  # an episode that needed no decision: the baseline's schedule, credit 0
             return 0.0
         if chosen == head and chosen >= 0:
-            after = self.previous  # the baseline's own step: V is unchanged (tests/test_fork.py)
+            after = before  # the baseline's own step: V is unchanged (tests/test_fork.py)
         elif sim.done:
-            after = float(fork.objective(self._tail[1], sim.submit, sim.start, sim.hold, sim.job_nodes, self._tail[2]))
+            after = fork.objective(self.kind, sim.submit, sim.start, sim.hold, sim.job_nodes, self.nodes)
         else:
             after = self.value(sim)
-        credit = self.sign * (after - self.previous) / max(abs(self.v0), _RATIO_FLOOR) + 0.0  # never -0.0
-        self.previous = after
-        return credit
+        self.state[1] = after
+        return float(self.sign * (after - before) / max(abs(v0), _RATIO_FLOOR) + 0.0)  # never -0.0
 
     def copy(self) -> Counterfactual:
         """A fresh tracker with the same settings (one per simulation)."""
-        other = copy.copy(self)
-        other.custom, other.v0, other.previous, other.forks = np.zeros(0), float("nan"), float("nan"), 0
-        return other
+        return copy.copy(self).bind(np.zeros(3), np.zeros(0))
 
 
 def heuristic_value(policy: PriorityPolicy, keys: np.ndarray | None, submit: np.ndarray, wall: np.ndarray,

@@ -113,9 +113,10 @@ def test_forks_agree_with_the_shortcut_along_the_baseline():
     np.testing.assert_allclose(rewards, 0.0, atol=1e-12)
 
 
-def test_single_and_vector_envs_give_the_same_credits():
+@pytest.mark.parametrize("order", ["sjf", None])  # with the no-fork shortcut, and forking at every decision
+def test_single_and_vector_envs_give_the_same_credits(order):
     kwargs = dict(machine="lublin-256", workload="lublin-256", backfill="easy", window=64, slots=32,
-                  baseline="sjf", order="sjf", reward="counterfactual")
+                  baseline="sjf", order=order, reward="counterfactual")
     n, seed = 3, 11
     venv = SchedulingVectorEnv(n, **kwargs)
     venv.reset(seed=seed)

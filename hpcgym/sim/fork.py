@@ -39,6 +39,7 @@ import numba as nb
 import numpy as np
 
 from hpcgym.sim import conservative
+from hpcgym.sim.actions import HOLD_CHOICE
 from hpcgym.sim.backfill import BACKFILL_MODES, CONSERVATIVE
 from hpcgym.sim.events import NEVER, next_event, predict_arrivals
 from hpcgym.sim.loop import advance, batch_pass
@@ -47,11 +48,12 @@ from hpcgym.sim.predict import WALLTIME
 from hpcgym.sim.state import APPEND, BLOCKED, HN, HOLD_AT, NEXT, OPEN, PRED, QE, QS, SCAN, WAKE, T
 
 __all__ = ["OBJECTIVE_CODES", "custom_keys", "finish", "fork", "hand_over", "head", "objective", "play", "q_value",
-           "run_until", "value", "value_of"]
+           "row_choices", "row_credits", "run_until", "value", "value_of"]
 
 #: The objectives :func:`objective` computes, by code (those of :mod:`hpcgym.rewards`).
 OBJECTIVE_CODES = {"bsld": 0, "wait": 1, "turnaround": 2, "util": 3}
 TAU = 10  # the bounded slowdown's floor on the runtime (hpcgym.metrics.TAU)
+RATIO_FLOOR = 1e-9  # the floor of a relative reward's denominator (hpcgym.rewards)
 
 
 @nb.njit(cache=True)
@@ -159,6 +161,58 @@ def head(jobs, st, code):  # pragma: no cover - compiled
         if score < best_score or (score == best_score and j < best):
             best, best_score = j, score
     return best
+
+
+@nb.njit(cache=True, inline="always")
+def _row(jobs_b, st_b, i, n):  # pragma: no cover - compiled
+    """Row ``i`` of a vector environment's batch, its first ``n`` jobs (views, as :func:`hpcgym.sim.state.prefix`)."""
+    submit, hold, wall, nodes, key, limit, user, model = jobs_b
+    sc, start, first, res, q, cand, heap, rs, pt, pu, hist, hcount, held = st_b
+    return ((submit[i, :n], hold[i, :n], wall[i, :n], nodes[i, :n], key[i, :n], limit[i, :n], user[i, :n], model[i]),
+            (sc[i], start[i, :n], first[i, :n], res[i, :n], q[i, :n + 1], cand[i, :n], heap[i, :2 * n], rs[i, :n],
+             pt[i], pu[i], hist[i], hcount[i], held[i, :n]))
+
+
+@nb.njit(cache=True)
+def row_choices(pending, lengths, jobs_b, st_b, code, slots, actions, shortcut, chosen,
+                heads):  # pragma: no cover - compiled
+    """Before a vector step: each pending row's chosen job and the baseline's head, into ``chosen`` and ``heads``.
+
+    ``actions`` are slots (slot ``slots`` is a hold); a head is -1 without the ``shortcut``.
+    """
+    for i in range(len(pending)):
+        chosen[i], heads[i] = -1, -1
+        if pending[i]:
+            jobs, st = _row(jobs_b, st_b, i, lengths[i])
+            chosen[i] = HOLD_CHOICE if actions[i] == slots else st[4][st[0][QS] + actions[i]]
+            if shortcut:
+                heads[i] = head(jobs, st, code)
+
+
+@nb.njit(cache=True)
+def row_credits(pending, done, lengths, jobs_b, st_b, chosen, heads, code, mode, custom_b, scan, kind, total, sign,
+                credit_b, out):  # pragma: no cover - compiled
+    """After a vector step: each pending row's counterfactual credit, into ``out``.
+
+    As :meth:`hpcgym.rewards.Counterfactual.credit`, whose ``(v0, previous, forks)`` are the rows of ``credit_b``;
+    ``done`` marks the rows whose episode ended.
+    """
+    for i in range(len(pending)):
+        out[i] = 0.0
+        v0, before = credit_b[i, 0], credit_b[i, 1]
+        if not pending[i] or np.isnan(v0):  # no decision was made, or the episode needed none
+            continue
+        n = lengths[i]
+        jobs, st = _row(jobs_b, st_b, i, n)
+        if chosen[i] == heads[i] and chosen[i] >= 0:
+            after = before
+        elif done[i]:
+            after = objective(kind, jobs[0], st[1], jobs[1], jobs[3], total)
+        else:
+            after = value(jobs, st, code, mode, custom_b[i, :n], scan, kind, total)
+            credit_b[i, 2] += 1
+        out[i] = sign * (after - before) / max(abs(v0), RATIO_FLOOR) + 0.0
+        credit_b[i, 1] = after
 
 
 @nb.njit(cache=True)
