@@ -68,11 +68,10 @@ def env_rate(kwargs: dict, reward: str, steps: int) -> tuple[float, float]:
     t0 = time.perf_counter()
     for _ in range(steps // 16):
         masks = venv.action_masks()
-        venv.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
-        forks += sum(env._credit.forks for env in venv.envs if env._credit is not None)
-        for env in venv.envs:
-            if env._credit is not None:
-                env._credit.forks = 0
+        _, _, ended, _, _ = venv.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+        if reward == "counterfactual":  # a fork at each decision off the baseline's head, and one per new episode
+            chosen, heads = venv._chosen, venv._heads
+            forks += int((~ended & (chosen != -1) & ((chosen != heads) | (heads < 0))).sum() + ended.sum())
     return steps / (time.perf_counter() - t0), forks / steps
 
 
