@@ -129,12 +129,18 @@ class SchedulingEnv(gym.Env):
     to the walltime when a job outlives its prediction (:mod:`hpcgym.sim.predict`).
 
     ## Rewards
-    0 at every step. At the end of the episode, a function of the window's mean ``objective``: ``bsld``
-    (bounded slowdown, tau 10 s), ``wait`` or ``turnaround`` (seconds), or utilization for ``util``. With
+    0 at every step (but with ``reward="counterfactual"``, below). At the end of the episode, a function of the
+    window's mean ``objective``: ``bsld`` (bounded slowdown, tau 10 s), ``wait`` or ``turnaround`` (seconds), or
+    utilization for ``util``. With
     ``reward="objective"`` (the default) it is ``-mean`` (``+utilization``); with ``reward="log"`` it is
     ``-log(mean)``, whose scale does not swing by 100x between a quiet and a busy window. With ``baseline`` (a
     heuristic run on the same window and backfill mode) it is relative: ``(b - agent) / b``, or
     ``log(b) - log(agent)`` with ``reward="log"`` (:mod:`hpcgym.rewards` has the table).
+    ``reward="counterfactual"`` (with a baseline on the environment's predictor) gives each decision its share of
+    that relative reward: ``(V(s_t) - V(s_{t+1})) / V(s_0)``, ``V(s)`` being the window's objective if the baseline
+    took over at ``s`` (a fork of the simulator, :mod:`hpcgym.sim.fork`). The credits sum to ``(b - agent) / b``;
+    a decision on which the agent does what the baseline would (with ``order`` the baseline) gets 0. The final
+    info's result (:attr:`result`) keeps the episode's total as its ``reward``.
 
     ## Starting state
     The window's first job arrives at time 0 on an empty machine; ``reset`` runs to the first decision.
@@ -165,7 +171,7 @@ class SchedulingEnv(gym.Env):
       ignored for sampled workloads), ``objective`` (``"bsld"``), ``baseline`` (None), ``order`` (the backfill scan
       order: FCFS; a policy or a name such as ``"wfp3"``), ``kill_at_walltime`` (True), ``invalid_action``
       (``"raise"`` or ``"wrap"``), ``compare_with`` (heuristics, e.g. ``("fcfs",)``, to report in the final info),
-      ``render_mode``, ``reward`` (``"objective"`` or ``"log"``).
+      ``render_mode``, ``reward`` (``"objective"``, ``"log"`` or ``"counterfactual"``).
     - ``predictor`` (None: the walltimes; ``"last2"`` for the ``-predict`` ids): the runtime predictor whose estimates
       EASY's reservation, its backfill checks and the scan order use instead of the walltimes
       (:mod:`hpcgym.sim.predict`). Kill times stay the walltimes.
@@ -191,6 +197,7 @@ class SchedulingEnv(gym.Env):
     - v1: ``predictor="last2"`` and ``features="v1"``: EASY reserves and backfills on runtime predictions, and the
       observation has the 4 more columns above. A prediction that expires is an event, so an agent may get a
       decision at a time v0 would not give one.
+    - ``reward="counterfactual"`` (opt-in, any version): a reward at every decision; the default reward is unchanged.
 
     >>> import hpcgym
     >>> env = hpcgym.make("lublin256-v0")
@@ -237,6 +244,7 @@ class SchedulingEnv(gym.Env):
             compare_with = (compare_with,)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p, self.trace, backfill) for p in compare_with)
         self.action, self.hold_limit = action, int(hold_limit) if action == "hold" else 0
+        self._credit = self._counterfactual() if reward == "counterfactual" else None
         self.source = self._workload(workload, split, train_fraction)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.slots + 1, observation.WIDTH[features]),
                                             dtype=np.float32)
@@ -263,7 +271,22 @@ class SchedulingEnv(gym.Env):
         other.sim = self._simulator(Observer(obs, mask, self.scales, self.features))
         other._buffers, other._obs, other._mask = buffers, obs, mask
         other._window, other.result, other._np_random = None, None, None
+        other._credit = None if self._credit is None else self._credit.copy()
         return other
+
+    def _counterfactual(self) -> rewards.Counterfactual:
+        """The credits of ``reward="counterfactual"``: forks finished under the baseline, on this env's estimates."""
+        base = self.baseline
+        if base is None:
+            raise ValueError("reward='counterfactual' credits each decision against a baseline heuristic: pass "
+                             "baseline=NAME (e.g. baseline='tuned')")
+        if predict.get(base.predictor, trace=self.trace) != self.predictor:
+            raise ValueError(f"reward='counterfactual' forks this environment's state, estimates included, so the "
+                             f"baseline's runtime predictor ({base.predictor}) must be the environment's "
+                             f"({self.predictor.name}): pass predictor={base.predictor!r}")
+        same_order = self.order == base and self.order.key == base.key and base.scan is None
+        return rewards.Counterfactual(base, self.objective, self.backfill, self.machine.nodes,
+                                      shortcut=same_order and self.action == "pick")
 
     def _simulator(self, observer: Observer) -> Simulator:
         return Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime, self.predictor,
@@ -345,6 +368,8 @@ class SchedulingEnv(gym.Env):
             keys = self.source.keys(w, self.order)
             pending = self.sim.load(w.submit, w.wall, w.nodes, w.hold, keys, self._buffers, w.user)
             if pending or pinned is not None:
+                if self._credit is not None:
+                    self._credit.start(self.sim, self.source.keys(w, self.baseline), pending)
                 return pending
             loads.append(window_load(w, self.machine.nodes))
         raise NoDecisionError(MAX_REDRAWS, len(w), float(np.mean(loads)))
@@ -367,13 +392,17 @@ class SchedulingEnv(gym.Env):
         # The mask is the action mode's rule, checked above, so the simulator takes the choice unchecked (its
         # choose() would check it again, in hold mode a Python loop over the queue at every step). The
         # observation is built in the same compiled call.
-        sim.advance(actions.HOLD_CHOICE if action == self.slots else int(sim.queue[action]))
+        chosen = actions.HOLD_CHOICE if action == self.slots else int(sim.queue[action])
+        credit = self._credit
+        head = credit.head(sim) if credit is not None else -1
+        sim.advance(chosen)
         obs = self._obs.copy()
         if not sim.done:
-            return obs, 0.0, False, False, self.step_info()
+            return obs, 0.0 if credit is None else credit.credit(sim, chosen, head), False, False, self.step_info()
         self.result = self.finish()
         warn_if_unmasked(self.invalid_actions, sim.decisions)
-        return obs, self.result.reward, True, False, self.step_info(self.result)
+        reward = self.result.reward if credit is None else credit.credit(sim, chosen, head)
+        return obs, reward, True, False, self.step_info(self.result)
 
     def action_masks(self) -> np.ndarray:
         """Valid actions: the slots that hold a job the action mode allows (and, in hold mode, the hold)."""

@@ -7,13 +7,23 @@ Every step but the last gives 0. The last gives a function of the window's mean 
 |---|---|---|
 | ``"objective"`` | ``-mean`` (``+util``) | ``(b - agent) / b`` (util: ``(agent - b) / b``) |
 | ``"log"`` | ``-log(mean)`` (``+log util``) | ``log(b) - log(agent)`` (util: the reverse) |
+| ``"counterfactual"`` | (needs a baseline) | per decision, summing to ``(b - agent) / b`` (below) |
 
 Mean bounded slowdowns of 256-job windows range from 1 to several hundred on the same trace, so the plain
 objective swings by two orders of magnitude between windows; the log and the baseline take that scale out.
+
+``"counterfactual"`` (it needs a baseline) spreads that relative reward over the decisions that earned it. With
+``V(s)`` the window's objective if the baseline took over at state ``s`` (a fork of the simulator,
+:mod:`hpcgym.sim.fork`), decision ``t`` gets ``r_t = (V(s_t) - V(s_{t+1})) / V(s_0)`` (util: the reverse sign), where
+``V(s_0)`` is the baseline's own result and ``V`` of the finished episode the agent's. The credits therefore sum to
+the relative reward ``(b - agent) / b`` of ``"objective"``: a potential-based shaping, which leaves the optimal policy
+unchanged. A decision on which the agent does what the baseline would gets 0 without a fork, and so does every
+decision until the first deviation. :class:`Counterfactual` keeps the credits of one simulation.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from hpcgym import metrics
-from hpcgym.sim import PriorityPolicy, run_batch
+from hpcgym.sim import PriorityPolicy, fork, run_batch
+from hpcgym.sim.backfill import BACKFILL_MODES
 
 OBJECTIVES = ("bsld", "wait", "turnaround", "util")
-REWARDS = ("objective", "log")
+REWARDS = ("objective", "log", "counterfactual")
 #: Floors that keep logs and ratios finite (a window of jobs that never wait has mean wait 0).
 _LOG_FLOOR, _RATIO_FLOOR = 1.0, 1e-9
 
@@ -76,6 +87,96 @@ def reward(value: float, baseline: float | None, objective_name: str, kind: str)
     if baseline is None:
         return sign * value
     return sign * (value - baseline) / max(abs(baseline), _RATIO_FLOOR)
+
+
+class Counterfactual:
+    """The per-decision credits of ``reward="counterfactual"`` for one simulation (see the module docstring).
+
+    Its episode's ``V(s_0)``, last ``V`` and fork count are :attr:`state` (three floats), and the baseline's custom
+    keys :attr:`custom`: a vector environment binds them to rows of its batch arrays (:meth:`bind`) and computes its
+    copies' credits in one compiled call (:func:`hpcgym.sim.fork.row_credits`); a single environment calls
+    :meth:`credit`. Both give the same numbers.
+
+    Args:
+        baseline: the heuristic whose finish is ``V``; its runtime predictor must be the simulation's.
+        objective_name: the objective (:data:`OBJECTIVES`).
+        backfill: the simulation's backfill mode.
+        machine_nodes: the machine's nodes.
+        shortcut: whether the simulation's own choice of the baseline's head is the baseline's step (the simulation's
+            order is the baseline, with no scan order of its own, in the ``"pick"`` action mode): then such a choice
+            gets 0 without a fork. Otherwise every decision forks.
+    """
+
+    def __init__(self, baseline: PriorityPolicy, objective_name: str, backfill: str, machine_nodes: int,
+                 shortcut: bool):
+        self.baseline, self.shortcut = baseline, shortcut
+        self.sign = 1.0 if objective_name == "util" else -1.0
+        self.code, self.mode = baseline.code, BACKFILL_MODES[backfill]
+        self.scan = -1 if baseline.scan is None else baseline.scan
+        self.kind, self.nodes = fork.OBJECTIVE_CODES[objective_name], int(machine_nodes)
+        self.bind(np.zeros(3), np.zeros(0))
+
+    def bind(self, state: np.ndarray, custom: np.ndarray) -> Counterfactual:
+        """Keep ``(V(s_0), last V, forks)`` in ``state`` and the custom keys in ``custom`` (a batch's rows); reset."""
+        self.state, self._custom = state, custom
+        self.state[:] = (np.nan, np.nan, 0)
+        self.custom = custom[:0]
+        return self
+
+    @property
+    def v0(self) -> float:
+        """``V(s_0)`` of the episode (NaN when it needed no decision)."""
+        return float(self.state[0])
+
+    @property
+    def forks(self) -> int:
+        """Forks this episode."""
+        return int(self.state[2])
+
+    def start(self, sim: Any, keys: np.ndarray | None, pending: bool) -> None:
+        """A new episode of ``sim`` (at its first decision, if ``pending``), with the baseline's custom ``keys``."""
+        n = len(sim.start)
+        if len(self._custom) < n:
+            self._custom = np.zeros(n)
+        self.custom = self._custom[:n]
+        self.custom[:] = fork.custom_keys(self.baseline, keys, n)
+        self.state[2] = 0
+        self.state[0] = self.state[1] = self.value(sim) if pending else np.nan
+
+    def value(self, sim: Any) -> float:
+        """``V`` of ``sim``'s current state: a fork finished under the baseline."""
+        self.state[2] += 1
+        jobs, st = sim.arrays
+        return float(fork.value(jobs, st, self.code, self.mode, self.custom, self.scan, self.kind, self.nodes))
+
+    def head(self, sim: Any) -> int:
+        """The job the baseline would put first at the pending decision (-1 when the shortcut is off)."""
+        if not self.shortcut:
+            return -1
+        jobs, st = sim.arrays
+        return int(fork.head(jobs, st, self.code))
+
+    def credit(self, sim: Any, chosen: int, head: int) -> float:
+        """The credit of the decision just made: ``chosen`` (a job) where the baseline puts ``head`` first.
+
+        When the decision ended the episode, ``V`` is the agent's own objective, computed as the forks compute it
+        (so that an agent that played the baseline's choices gets exactly 0).
+        """
+        v0, before = self.state[0], self.state[1]
+        if math.isnan(v0):  # an episode that needed no decision: the baseline's schedule, credit 0
+            return 0.0
+        if chosen == head and chosen >= 0:
+            after = before  # the baseline's own step: V is unchanged (tests/test_fork.py)
+        elif sim.done:
+            after = fork.objective(self.kind, sim.submit, sim.start, sim.hold, sim.job_nodes, self.nodes)
+        else:
+            after = self.value(sim)
+        self.state[1] = after
+        return float(self.sign * (after - before) / max(abs(v0), _RATIO_FLOOR) + 0.0)  # never -0.0
+
+    def copy(self) -> Counterfactual:
+        """A fresh tracker with the same settings (one per simulation)."""
+        return copy.copy(self).bind(np.zeros(3), np.zeros(0))
 
 
 def heuristic_value(policy: PriorityPolicy, keys: np.ndarray | None, submit: np.ndarray, wall: np.ndarray,

@@ -46,6 +46,7 @@ from gymnasium.vector.utils import batch_space
 
 from hpcgym.env import SchedulingEnv, reset_options, warn_if_unmasked, whole_number
 from hpcgym.observation import Observer, Scales
+from hpcgym.sim import fork
 from hpcgym.sim.loop import DONE
 from hpcgym.sim.simulator import Batch, Buffers
 from hpcgym.sim.state import QE, QS, T
@@ -94,6 +95,13 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         self._every.flags.writeable = False
         self.final_infos: dict[int, dict[str, Any]] = {}
         self.invalid_actions = 0
+        self._credit = template._credit  # reward="counterfactual": the settings; each copy's state is a row below
+        if self._credit is not None:
+            self._credit_state = np.zeros((self.num_envs, 3))
+            self._custom = np.zeros((self.num_envs, template.window))
+            for i, env in enumerate(self.envs):
+                env._credit.bind(self._credit_state[i], self._custom[i])
+            self._chosen, self._heads = np.zeros(self.num_envs, np.int64), np.zeros(self.num_envs, np.int64)
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """Reset every copy: copy ``i`` gets ``seed + i`` (or ``seed[i]``).
@@ -116,8 +124,13 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         if actions.size != self.num_envs:
             raise ValueError(f"step takes one action per copy ({self.num_envs}), got {actions.size}: {actions!r}")
         actions = self._checked(actions.reshape(self.num_envs))
+        counterfactual = self._credit is not None
+        if counterfactual:
+            pending = self._choices(actions)
         terminated = self.batch.choose(actions)
         reward = np.zeros(self.num_envs)
+        if counterfactual:
+            self._credits(pending, terminated, reward)
         self.final_infos = {}
         final_obs, final_info = None, {}
         for i in np.flatnonzero(terminated):
@@ -126,7 +139,8 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
             result = env.finish()
             env.invalid_actions = int(self._invalid[i])
             warn_if_unmasked(env.invalid_actions, int(self.batch.decisions[i]), f"copy {i}'s episode")
-            reward[i] = result.reward
+            if not counterfactual:
+                reward[i] = result.reward
             if final_obs is None:
                 final_obs = np.full(self.num_envs, None, dtype=object)
             final_obs[i] = self._obs[i].copy()
@@ -149,6 +163,20 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
         """Nothing to release (no processes, no files)."""
 
     # ---- internals -------------------------------------------------------------------------------------------
+    def _choices(self, actions: np.ndarray) -> np.ndarray:
+        """``reward="counterfactual"``, before a step: the pending copies (their chosen jobs, the baseline's heads)."""
+        pending = self.batch.status != DONE
+        credit, jobs, state = self._credit, *self.batch.arrays
+        fork.row_choices(pending, self.batch.lengths, jobs, state, credit.code, self.envs[0].slots, actions,
+                         credit.shortcut, self._chosen, self._heads)
+        return pending
+
+    def _credits(self, pending: np.ndarray, terminated: np.ndarray, reward: np.ndarray) -> None:
+        """``reward="counterfactual"``, after a step: every copy's credit in one compiled call (forks included)."""
+        c, jobs, state = self._credit, *self.batch.arrays
+        fork.row_credits(pending, terminated, self.batch.lengths, jobs, state, self._chosen, self._heads, c.code,
+                         c.mode, self._custom, c.scan, c.kind, c.nodes, c.sign, self._credit_state, reward)
+
     def _loaded(self, i: int) -> None:
         self.batch.loaded(i)
         self._clocks[i] = self.envs[i].scales.clock

@@ -24,6 +24,8 @@ The semantics are in ``docs/simulation.md``. :func:`simulate` runs a whole strea
 - ``table.py``: job tables in (the settings they can run with, hold times; their validity is
   :func:`hpcgym.jobs.check_valid`); ``simulator.py``: :class:`Simulator` and :class:`~hpcgym.sim.simulator.Batch`,
   the one Python path into the loop in step mode, with a hook that runs in the same compiled call.
+- ``fork.py``: a copy of a simulation finished under a heuristic: the value ``V(s)`` of a decision's state and
+  ``Q(s, a)`` of a choice (the counterfactual reward of :mod:`hpcgym.rewards` reads them).
 - ``reference.py``: the same semantics as SimPy processes: slow, literal, the tests' oracle.
 - ``core.py`` and ``engine.py``: deprecated aliases of ``loop.py`` and ``simulator.py`` (their old names), kept for
   old imports.

@@ -1,0 +1,146 @@
+"""reward="counterfactual": per-decision credits that sum to the relative reward, in the single and the vector env.
+
+The independent oracle of ``V(s_t)`` is a replay: a fresh environment plays the agent's first ``t`` actions, then the
+baseline's own choices (:func:`hpcgym.env.heuristic_action`) to the end; with ``order`` the baseline, that finish is
+the baseline's schedule from ``s_t`` (tests/test_engine_steps.py), and it never forks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hpcgym.env import SchedulingEnv, heuristic_action
+from hpcgym.sim import heuristics
+from hpcgym.testing import toy_env
+from hpcgym.vector import SchedulingVectorEnv
+
+
+def play(env, seed: int, actions=None, rng_seed: int = 0):
+    """An episode with the given actions, else random valid ones; returns (actions, rewards)."""
+    env.reset(seed=seed)
+    rng = np.random.default_rng(rng_seed)
+    taken, rewards, done = [], [], False
+    while not done:
+        a = actions[len(taken)] if actions is not None else int(rng.choice(np.flatnonzero(env.action_masks())))
+        _, r, done, _, _ = env.step(a)
+        taken.append(a)
+        rewards.append(r)
+    return taken, rewards
+
+
+def replay_value(make, seed: int, prefix, baseline) -> float:
+    """The oracle's ``V`` after ``prefix``: those actions, then the baseline's choices to the end."""
+    env = make(reward="objective")
+    env.reset(seed=seed)
+    done, k = False, 0
+    while not done:
+        a = prefix[k] if k < len(prefix) else heuristic_action(env, baseline)
+        _, _, done, _, _ = env.step(a)
+        k += 1
+    return env.unwrapped.result.value
+
+
+@pytest.mark.parametrize("baseline", ["fcfs", "sjf"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_credits_are_the_replayed_values_on_the_toy_machine(baseline, seed):
+    """On the 4-node fixture: r_t = (V(s_t) - V(s_{t+1})) / V(s_0) with V from replays, and the sum identity."""
+    def make(reward):
+        return toy_env(backfill="easy", baseline=baseline, order=baseline, reward=reward, slots=16)  # all visible
+
+    env = make("counterfactual")
+    actions, credits = play(env, seed, rng_seed=seed)
+    values = [replay_value(make, seed, actions[:t], heuristics.get(baseline)) for t in range(len(actions) + 1)]
+    assert values[0] == env.result.baseline and values[-1] == env.result.value
+    expected = -np.diff(values) / values[0]
+    np.testing.assert_allclose(credits, expected, rtol=1e-12, atol=1e-15)
+    assert sum(credits) == pytest.approx(env.result.reward, rel=1e-12, abs=1e-15)
+    assert env.result.reward == pytest.approx((env.result.baseline - env.result.value) / env.result.baseline)
+
+
+def test_a_hand_checked_episode():
+    """FCFS baseline, toy jobs: the first decision at t=0 has jobs 0 and 1 (2 nodes each) waiting; either order
+    starts both at 0, so no choice there can change the value and its credit is exactly 0."""
+    env = toy_env(backfill="easy", baseline="fcfs", reward="counterfactual")
+    env.reset(seed=0)
+    assert list(env.unwrapped.sim.queue) == [0, 1] and env.unwrapped.sim.now == 0
+    _, r, _, _, _ = env.step(1)
+    assert r == 0.0
+
+
+@pytest.mark.parametrize("backfill", ["easy", "none"])
+def test_the_baseline_itself_earns_exactly_zero_and_never_forks(backfill):
+    env = toy_env(backfill=backfill, baseline="sjf", order="sjf", reward="counterfactual", slots=16)
+    for seed in range(3):
+        env.reset(seed=seed)
+        done, rewards = False, []
+        while not done:
+            _, r, done, _, _ = env.step(heuristic_action(env, heuristics.SJF))
+            rewards.append(r)
+        assert rewards == [0.0] * len(rewards) and env.result.reward == 0.0
+        assert env._credit.forks == 1  # V(s_0) only
+
+
+def lublin(pred: str, slots: int = 32, **kwargs):
+    base = dataclasses.replace(heuristics.SJF, name="sjf-p", predictor=pred)
+    return SchedulingEnv("lublin-256", "lublin-256", backfill="easy", window=96, slots=slots, baseline=base,
+                         predictor=None if pred == "walltime" else pred, reward="counterfactual", **kwargs), base
+
+
+@pytest.mark.parametrize("pred", ["walltime", "last2", "median5", "learned:lublin-256"])
+def test_the_credits_sum_to_the_relative_reward_on_real_windows(pred):
+    env, base = lublin(pred)
+    for seed in range(2):
+        _, credits = play(env, seed, rng_seed=seed)
+        assert len(credits) > 5 and any(c != 0 for c in credits)
+        assert sum(credits) == pytest.approx(env.result.reward, rel=1e-9, abs=1e-12)
+        assert env._credit.v0 == pytest.approx(env.result.baseline, rel=1e-12)
+
+
+def test_forks_agree_with_the_shortcut_along_the_baseline():
+    """With the shortcut off every decision forks: V stays V(s_0), so each credit is 0 up to rounding."""
+    base = dataclasses.replace(heuristics.SJF, name="sjf-p", predictor="last2")
+    env, _ = lublin("last2", slots=96, order=base)  # every job visible: the baseline's head is always a choice
+    env.reset(seed=3)
+    env._credit.shortcut = False
+    done, rewards = False, []
+    while not done:
+        _, r, done, _, _ = env.step(heuristic_action(env, base))
+        rewards.append(r)
+    assert env._credit.forks == len(rewards)  # V(s_0) and one per decision but the last
+    np.testing.assert_allclose(rewards, 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("order", ["sjf", None])  # with the no-fork shortcut, and forking at every decision
+def test_single_and_vector_envs_give_the_same_credits(order):
+    kwargs = dict(machine="lublin-256", workload="lublin-256", backfill="easy", window=64, slots=32,
+                  baseline="sjf", order=order, reward="counterfactual")
+    n, seed = 3, 11
+    venv = SchedulingVectorEnv(n, **kwargs)
+    venv.reset(seed=seed)
+    singles = [SchedulingEnv(**kwargs) for _ in range(n)]
+    for i, env in enumerate(singles):
+        env.reset(seed=seed + i)
+    rngs = [np.random.default_rng(i) for i in range(n)]
+    total = np.zeros(n)
+    for _ in range(300):
+        masks = venv.action_masks()
+        acts = np.array([int(rngs[i].choice(np.flatnonzero(masks[i]))) for i in range(n)])
+        _, vr, vdone, _, _ = venv.step(acts)
+        for i, env in enumerate(singles):
+            np.testing.assert_array_equal(masks[i], env.action_masks())
+            _, r, done, _, _ = env.step(acts[i])
+            assert r == vr[i] and done == vdone[i]
+            if done:
+                env.reset()
+        total += vr
+    assert np.any(total != 0)
+
+
+def test_counterfactual_needs_a_baseline_on_the_environment_estimates():
+    with pytest.raises(ValueError, match="baseline"):
+        toy_env(backfill="easy", reward="counterfactual")
+    with pytest.raises(ValueError, match="predictor"):
+        toy_env(backfill="easy", baseline="sjf-last2", reward="counterfactual")
