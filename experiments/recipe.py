@@ -44,7 +44,7 @@ VERSION = 2
 NETWORKS = ("scorer", "mlp")
 #: the values a text setting may take
 CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "backfill": ("none", "easy"),
-           "reward": ("objective", "log"), "start": ("best", "clone"), "features": ("v0", "v1"),
+           "reward": ("objective", "log", "counterfactual"), "start": ("best", "clone"), "features": ("v0", "v1"),
            "predictor": ("", "walltime", "last2", "median5"), "action": ("pick", "guarded", "hold"),
            "teach": ("", "runtimes"), "objective": OBJECTIVES}
 #: the least value of each whole-number setting
@@ -118,7 +118,9 @@ class Environment:
                                   "validation and evaluation; 0: the training workload's longest walltime (saved in "
                                   "scales.json)")
     objective: str = flag("bsld", "bsld | wait | turnaround | util")
-    reward: str = flag("log", "objective | log: the final reward's scale (hpcgym.rewards)")
+    reward: str = flag("log", "objective | log: the final reward's scale | counterfactual: a credit per decision, "
+                              "(V(s_t) - V(s_t+1)) / V(s_0) with V the window finished under --baseline from a fork "
+                              "of the simulator (needs --gamma 1; hpcgym.rewards)")
     baseline: str = flag("saf", "heuristic the reward is relative to on the same window; empty: none")
     envs: int = flag(16, "parallel windows (copies of the vector environment)")
     features: str = flag("v0", "the observation's columns: v0 | v1 (adds each job's runtime estimate, its user's "
@@ -372,6 +374,9 @@ def _check_across(r: Recipe) -> None:
     if env.action != "pick" and algo != "ppo":
         raise cli.UsageError(f"--action {env.action} needs --algo ppo (the masked DQN reads its masks from the "
                              "observation, which shows every waiting job as a choice)")
+    if env.reward == "counterfactual" and not (env.baseline and r.algorithm.gamma == 1):
+        raise cli.UsageError("--reward counterfactual needs --baseline (the heuristic whose finish values each "
+                             "decision) and --gamma 1 (the credits sum to the window's relative reward undiscounted)")
     if warm.teach and not (net.prior and not warm.clone):
         raise cli.UsageError("--teach fits a residual's correction: give --prior with it, and --clone ''")
     least = max(env.window, SCALE_SAMPLE_JOBS)  # the environment samples that many jobs for its scales
