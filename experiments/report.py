@@ -24,186 +24,19 @@ strongest implementable row.
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
-
-from experiments import tables
-from experiments.runs import BASELINE, PER_WINDOW
+from experiments import pages
+from experiments.pages import ROOT, add, differences, figure
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = "results"
-MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
-#: the page of each table
-PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
-         "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
-         "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md"}
-#: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
-ACCURACY = "accuracy"
-#: the README's figure: the per-window comparison of this trace's agent with the reference
-FIGURE_TRACE, FIGURE = "theta", "docs/figures/bsld_per_window.png"
-PER_WINDOW_COLUMNS = ["scheduler", "kind", "backfill", "window", "start", "block", "bsld"]
-AGENT_KINDS = ("agent", "cloned", "untrained")
 
-
-def read(root: Path = ROOT) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The manifest joined with every per-window file (one row per trace x scheduler x window), and the manifest.
-
-    A scheduler that two files of one trace hold (the heuristics, on the same windows) is kept from the first.
-    """
-    manifest = pd.read_csv(root / RESULTS / MANIFEST, dtype=str)
-    parts = [pd.read_csv(root / RESULTS / row.file).assign(trace=row.trace, date=row.date, seeds=row.seeds)
-             for row in manifest.itertuples()]
-    windows = pd.concat(parts, ignore_index=True).drop_duplicates(["trace", "scheduler", "window"])
-    windows.loc[~windows["kind"].isin(AGENT_KINDS), "seeds"] = "-"  # heuristics do not depend on a seed
-    return windows, manifest
-
-
-def trace_table(windows: pd.DataFrame) -> pd.DataFrame:
-    """One trace's rows: mean bsld, the paired ratio to the reference; implementable first, upper bounds last."""
-    reference = tables.strongest_reference(windows)
-    means = windows.groupby("scheduler", sort=False).agg(kind=("kind", "first"), backfill=("backfill", "first"),
-                                                         seeds=("seeds", "first"), date=("date", "first"),
-                                                         windows=("window", "nunique"), bsld=("bsld", "mean"))
-    table = means.reset_index().merge(tables.paired(windows, reference), on="scheduler", how="left")
-    table["reference"] = reference
-    table["upper"] = table["kind"] == tables.CLAIRVOYANT
-    return table.sort_values(["upper", "bsld"]).drop(columns="upper").reset_index(drop=True)
-
-
-def readme_rows(table: pd.DataFrame, backfill: str = "easy") -> pd.DataFrame:
-    """The rows that matter: the baseline, SAF, the reference, every agent and the clairvoyant bound (``backfill``)."""
-    named = {BASELINE, f"saf+{backfill}", f"tuned+{backfill}", f"{tables.CLAIRVOYANT}+{backfill}",
-             table["reference"].iat[0]}
-    return table[table["scheduler"].isin(named) | (table["kind"] == "agent")]
-
-
-def _shown(table: pd.DataFrame) -> pd.DataFrame:
-    """A trace table as printed: names (upper bounds marked), seeds, windows, bsld, the paired ratio, the date."""
-    return pd.DataFrame({
-        "trace": table["trace"],
-        "scheduler": [f"{s} (upper bound)" if k == tables.CLAIRVOYANT else s
-                      for s, k in zip(table["scheduler"], table["kind"], strict=True)],
-        "kind": table["kind"], "seeds": table["seeds"], "windows": table["windows"].astype(int),
-        "bsld": table["bsld"],
-        "vs reference (95% CI)": [tables.ratio_text(*r) for r in table[["vs_reference", "vs_reference_low",
-                                                                         "vs_reference_high"]].itertuples(index=False)],
-        "date": table["date"]})
-
-
-def evaluation_tables(windows: pd.DataFrame, rows: str) -> pd.DataFrame:
-    """Every trace's table (``rows``: ``readme`` for the rows that matter, ``all`` for every EASY row)."""
-    out = []
-    for trace, group in windows.groupby("trace", sort=False):
-        table = trace_table(group).assign(trace=trace)
-        table = readme_rows(table) if rows == "readme" else table[table["backfill"] == "easy"]
-        out.append(table)
-    return pd.concat(out, ignore_index=True)
-
-
-def _references(windows: pd.DataFrame) -> str:
-    """``theta: tuned+easy, ...``: each trace's reference."""
-    return ", ".join(f"{t}: {tables.strongest_reference(g)}" for t, g in windows.groupby("trace", sort=False))
-
-
-def seeds_table(root: Path = ROOT) -> str:
-    """The journal's medians across seeds (no per-window scores: no paired CI)."""
-    seeds = pd.read_csv(root / RESULTS / SEEDS, dtype={"seeds": str})
-    return tables.markdown(seeds[["trace", "scheduler", "kind", "seeds", "bsld", "worst_seed", "date"]], digits=2)
-
-
-def benchmarks_table(root: Path = ROOT) -> str:
-    """The benchmark figures, one row each, with their command."""
-    bench = pd.read_csv(root / RESULTS / BENCHMARKS, dtype={"value": str})
-    bench["command"] = [f"`{c}`" for c in bench["command"]]
-    return tables.markdown(bench[["benchmark", "measure", "value", "unit", "date", "command"]])
-
-
-def predictions_tables(root: Path = ROOT) -> dict[str, str]:
-    """The runtime predictors' accuracy and scheduling tables, every trace of ``results/accuracy/`` in one each."""
-    folders = sorted(p for p in (root / RESULTS / ACCURACY).iterdir() if p.is_dir())
-    acc = pd.concat([pd.read_csv(f / "accuracy.csv").assign(trace=f.name) for f in folders], ignore_index=True)
-    sched = pd.concat([pd.read_csv(f / "scheduling.csv").assign(trace=f.name) for f in folders], ignore_index=True)
-    acc = acc[["trace", "predictor", "mae_log", "under", "within_2x"]]
-    sched = sched[["trace", "scheduler", "predictor", "window", "windows", "headroom_windows", "whole",
-                   "headroom_whole"]]
-    percent = {c: (lambda v: "-" if pd.isna(v) else f"{v:.0%}") for c in ("headroom_windows", "headroom_whole")}
-    return {"predictions-accuracy": tables.markdown(acc, digits=3),
-            "predictions-scheduling": tables.markdown(sched, percent, digits=2)}
-
-
-def build(root: Path = ROOT) -> dict[str, str]:
-    """Each table's Markdown, by name (:data:`PAGES`' keys)."""
-    windows, manifest = read(root)
-    commands = "; ".join(f"{r.trace}: `{r.command}`" for r in manifest.itertuples())
-    note = (f"Mean bsld over the windows (lower is better). vs reference: the paired ratio to each trace's strongest "
-            f"implementable row ({_references(windows)}) on the same windows, with a 95% block-bootstrap CI (blocks "
-            f"of consecutive jobs; \"better\"/\"worse\" where the CI excludes 1). Commands: {commands}.")
-    return {"readme": tables.markdown(_shown(evaluation_tables(windows, "readme")), digits=2) + "\n\n" + note,
-            "results": tables.markdown(_shown(evaluation_tables(windows, "all")), digits=2) + "\n\n" + note,
-            "seeds": seeds_table(root), "readme-seeds": seeds_table(root), "benchmarks": benchmarks_table(root),
-            **predictions_tables(root)}
-
-
-def _block(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- report:{name} -->)(.*?)(<!-- /report:{name} -->)", flags=re.S)
-
-
-def pages(root: Path = ROOT) -> dict[Path, str]:
-    """Every page with its tables rebuilt (the text between each table's markers replaced)."""
-    built = build(root)
-    out: dict[Path, str] = {}
-    for name, text in built.items():
-        path = root / PAGES[name]
-        page = out.get(path, path.read_text(encoding="utf-8"))
-        if not _block(name).search(page):
-            raise ValueError(f"{path} has no <!-- report:{name} --> ... <!-- /report:{name} --> block")
-        out[path] = _block(name).sub(lambda m, t=text: f"{m.group(1)}\n{t}\n{m.group(3)}", page)
-    return out
-
-
-def differences(root: Path = ROOT) -> list[str]:
-    """The pages whose tables differ from what :func:`build` makes of the committed summaries."""
-    return [str(path.relative_to(root)) for path, text in pages(root).items()
-            if path.read_text(encoding="utf-8") != text]
-
-
-def add(folder: Path, trace: str, date: str, seeds: str, command: str, backfill: str = "easy",
-        root: Path = ROOT) -> Path:
-    """Copy an evaluation's per-window scores (rows with ``backfill``) into ``results/``, listed in the manifest.
-
-    Returns:
-        The file written.
-    """
-    per_window = pd.read_csv(folder / PER_WINDOW)
-    per_window = per_window.loc[per_window["backfill"] == backfill, PER_WINDOW_COLUMNS].round({"bsld": 6})
-    name = f"{folder.parent.name if folder.name == 'eval' else folder.name}.csv"
-    hpcgym_io.write_table(per_window, root / RESULTS / name)
-    manifest = pd.read_csv(root / RESULTS / MANIFEST, dtype=str)
-    row = pd.DataFrame([{"file": name, "trace": trace, "date": date, "seeds": seeds, "command": command}])
-    hpcgym_io.write_table(pd.concat([manifest[manifest["file"] != name], row], ignore_index=True),
-                          root / RESULTS / MANIFEST)
-    return root / RESULTS / name
-
-
-def figure(root: Path = ROOT) -> Path:
-    """Redraw the README's figure (:data:`FIGURE`) from the committed per-window scores of :data:`FIGURE_TRACE`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from experiments import plots
-
-    windows, manifest = read(root)
-    mine = windows[windows["trace"] == FIGURE_TRACE].drop(columns=["trace", "date", "seeds"])
-    run = Path(manifest.loc[manifest["trace"] == FIGURE_TRACE, "file"].iat[0]).stem
-    res = plots.from_per_window(mine, FIGURE_TRACE, f"{FIGURE_TRACE}, test split (last 30%), "
-                                f"{mine['window'].nunique()} windows x 1024 jobs", run)
-    fig = plots.figure_per_window(res)
-    return hpcgym_io.atomic_write(root / FIGURE, lambda tmp: fig.savefig(tmp, bbox_inches="tight", facecolor="white"))
+def __getattr__(name: str) -> Any:
+    """The library's names, which lived here before :mod:`experiments.pages`."""
+    return getattr(pages, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.trace and args.date and args.command):
             raise cli.UsageError("--add needs --trace, --date and --command")
         print(f"added {add(args.add, args.trace, args.date, args.seeds, args.command)}")
-    for path, text in pages().items():
+    for path, text in pages.pages().items():
         hpcgym_io.write_text(path, text)
         print(f"wrote {path.relative_to(ROOT)}")
     if not args.no_figure:

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments import seeds, stream, study_tables
+from experiments import seed_tables as seeds
+from experiments import stream, study_tables
 from experiments.runs import BASELINE, RunFolder
 from experiments.study_tables import (
     StudyFolder,

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments import seeds, stream
+from experiments import seed_tables as seeds
+from experiments import stream
 from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder
 

@@ -30,7 +30,7 @@ from hpcgym import cli
 
 def summarize(run_dirs: Sequence[str], runs_dir: Path) -> list[pd.DataFrame]:
     """One across-seed table (:mod:`experiments.seeds`, heuristics included) per workload x algorithm."""
-    from experiments import seeds
+    from experiments import seed_tables as seeds
 
     groups: dict[str, list[Path]] = {}
     for run in map(RunFolder, run_dirs):

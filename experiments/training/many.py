@@ -66,7 +66,7 @@ def run_seeds(recipe: Recipe, seeds: Sequence[int], jobs: int = 1) -> tuple[list
 
     The table is ``experiments.seeds``'; None without test windows.
     """
-    from experiments import seeds as across
+    from experiments import seed_tables as across
 
     dirs = [Path(d) for d in run_all(seeds_of(recipe, seeds), jobs=jobs)]
     if recipe.run.eval_windows <= 0:
