@@ -23,6 +23,7 @@ from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
+from agents import NETWORKS
 from agents.scorer import ScorerActorCritic
 from hpcgym.observation import PRESENT
 
@@ -110,3 +111,30 @@ def valid_from_observation(obs: np.ndarray, slots: int) -> np.ndarray:
     obs = np.asarray(obs)
     batch = obs.reshape(-1, slots + 1, obs.shape[-1]) if obs.ndim >= 2 else obs
     return batch[:, :slots, PRESENT] > 0.5
+
+
+def resolve(spec: str) -> type | str:
+    """The PPO policy a ``--network`` spec names.
+
+    ``scorer`` (:class:`ScorerPolicy`), ``mlp`` (SB3's ``"MlpPolicy"``) or ``MODULE:CLASS`` (your own
+    ``MaskableActorCriticPolicy``, imported).
+
+    Raises:
+        UnknownNameError: an unknown name, or a ``MODULE:CLASS`` that does not import.
+    """
+    import importlib
+
+    from hpcgym.errors import UnknownNameError
+
+    if spec == "scorer":
+        return ScorerPolicy
+    if spec == "mlp":
+        return "MlpPolicy"
+    module, colon, name = spec.partition(":")
+    try:
+        if colon:
+            return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownNameError("network", spec, NETWORKS, hint=f"{type(exc).__name__}: {exc}") from None
+    raise UnknownNameError("network", spec, NETWORKS, hint="Or give MODULE:CLASS (a MaskableActorCriticPolicy).")
+

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents import NETWORKS
 from experiments import runs
 from experiments.arguments import TraceReading, flag
 from hpcgym import cli
@@ -41,7 +42,6 @@ from hpcgym.rewards import OBJECTIVES
 #: the version :meth:`Recipe.settings` writes (1: the flat ``experiments.train.Args`` of before, without a version)
 VERSION = 2
 #: the networks ``--network`` names; anything else is a ``MODULE:CLASS``
-NETWORKS = ("scorer", "mlp")
 #: the values a text setting may take
 CHOICES = {"workload": ("real", "synthetic", "mixed"), "algo": ("ppo", "dqn"), "backfill": ("none", "easy"),
            "reward": ("objective", "log", "counterfactual"), "start": ("best", "clone"), "features": ("v0", "v1"),
@@ -436,19 +436,19 @@ def _check_teacher(r: Recipe, settings: dict[str, Any]) -> None:
 
 
 def fitted_folder(spec: str) -> Path | None:
-    """``--synthesizer`` as the folder of a fitted model (one with a manifest), or None for a name."""
-    from synth.base import MANIFEST
+    """``--synthesizer`` as the folder of a fitted model, or None for a name (:func:`synth.resolve`)."""
+    import synth
 
-    path = Path(spec)
-    return path if (path / MANIFEST).is_file() else None
+    found = synth.resolve(spec)
+    return found if isinstance(found, Path) else None
 
 
 def check_synthesizer(spec: str) -> None:
     """Refuse a ``--synthesizer`` that is neither a synthesizer's name nor a fitted model's folder."""
     import synth
 
-    if fitted_folder(spec) is not None or spec.lower() in synth.names():
-        return
-    what = "is a folder without a fitted model's manifest.json" if Path(spec).is_dir() else "is no synthesizer's name"
-    raise cli.UsageError(f"--synthesizer {spec!r} {what}; give one of {', '.join(synth.names())}, or a folder written "
-                         "by python -m synth.fit")
+    try:
+        synth.resolve(spec)
+    except KeyError as exc:
+        raise cli.UsageError(f"--synthesizer: {cli.message(exc)} Or give a folder written by python -m synth.fit."
+                             ) from None

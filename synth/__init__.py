@@ -11,6 +11,7 @@ the ``hpcgym.synthesizers`` entry points, each naming its class as ``"module:Cla
 from __future__ import annotations
 
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from hpcgym.errors import UnknownNameError
@@ -66,6 +67,24 @@ def model_class(name: str) -> type:
                                     "(docs/extend.md).")
     module, _, cls = MODELS[key].partition(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def resolve(spec: str | Path) -> type | Path:
+    """A synthesizer's spec: a name (its class, :func:`model_class`) or the folder of a fitted model (its path).
+
+    Raises:
+        UnknownNameError: neither; a folder without a fitted model's manifest says so.
+    """
+    from synth.base import MANIFEST
+
+    path = Path(spec)
+    if (path / MANIFEST).is_file():
+        return path
+    if path.is_dir():
+        raise UnknownNameError("synthesizer", str(spec), names(),
+                               hint=f"{str(spec)!r} is a folder without a fitted model's {MANIFEST}: give a "
+                                    "folder written by python -m synth.fit --out.")
+    return model_class(str(spec))
 
 
 def get(name: str, **params: Any):

@@ -79,8 +79,10 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0,
 
     path = Path(spec)
     if path.is_dir():
-        if not (path / MANIFEST).exists():
-            raise ValueError(f"--synthetic {spec}: a directory without {MANIFEST} is not a saved model")
+        try:
+            path = synth.resolve(path)
+        except KeyError:
+            raise ValueError(f"--synthetic {spec}: a directory without {MANIFEST} is not a saved model") from None
         model = Synthesizer.load(path)
         check_machine(model, train.attrs["machine"], spec)
         return _draw(model, n, seed, samples), f"saved model `{path}` ({model.name}), {_drawn(n, seed, samples)}"
@@ -93,12 +95,14 @@ def load_synthetic(spec: str, train: pd.DataFrame, n: int, seed: int = 0,
         table = head(table, n)
         kept = f" (the first {n:,} of {total:,} jobs)" if total > n else ""
         return [table], f"trace file `{path}`{kept}"
-    if spec.lower() in synth.names():
-        # the real machine's size, not the train split's largest job (issue 11: lublin's size model needs it)
-        model = synth.get(spec, max_nodes=machines.get(train.attrs["machine"]).nodes).fit(train, seed=seed)
-        return _draw(model, n, seed, samples), f"model `{spec}` fitted on the train split, {_drawn(n, seed, samples)}"
-    raise ValueError(f"--synthetic {spec!r} is not a trace file, a saved model directory or a model name "
-                     f"({', '.join(synth.names())})")
+    try:
+        cls = synth.resolve(spec)
+    except KeyError:
+        raise ValueError(f"--synthetic {spec!r} is not a trace file, a saved model directory or a model name "
+                         f"({', '.join(synth.names())})") from None
+    # the real machine's size, not the train split's largest job (issue 11: lublin's size model needs it)
+    model = cls(max_nodes=machines.get(train.attrs["machine"]).nodes).fit(train, seed=seed)
+    return _draw(model, n, seed, samples), f"model `{spec}` fitted on the train split, {_drawn(n, seed, samples)}"
 
 
 def _draw(model: Any, n: int, seed: int, samples: int) -> list[pd.DataFrame]:

@@ -235,3 +235,49 @@ def test_an_environment_finds_tuned_without_importing_baselines():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.stdout.split() == ["tuned", "True"], done.stderr[-2000:]
+
+
+# --- the synthesizer's and the network's resolvers ---------------------------------------------------------------
+
+
+def test_a_synthesizer_spec_is_a_class_by_name_or_a_fitted_folder(tmp_path):
+    import synth
+    from synth.arrivals import ArrivalAwareSynthesizer
+    from synth.lublin import LublinSynthesizer
+
+    assert synth.resolve("arrivals") is ArrivalAwareSynthesizer
+    assert synth.resolve("LUBLIN") is LublinSynthesizer  # names are case-insensitive
+    (tmp_path / "manifest.json").write_text("{}")
+    assert synth.resolve(str(tmp_path)) == tmp_path  # a folder with a manifest is a fitted model, not loaded here
+    with pytest.raises(KeyError, match=r"Did you mean 'arrivals'"):
+        synth.resolve("arival")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(KeyError, match="folder without a fitted model's manifest.json"):
+        synth.resolve(str(empty))
+
+
+def test_a_network_spec_is_the_scorer_sb3s_mlp_or_an_imported_class():
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from agents.policies import ScorerPolicy, resolve
+
+    assert resolve("scorer") is ScorerPolicy
+    assert resolve("mlp") == "MlpPolicy"  # SB3 reads the string itself
+    spec = "sb3_contrib.common.maskable.policies:MaskableActorCriticPolicy"
+    assert resolve(spec) is MaskableActorCriticPolicy
+    with pytest.raises(KeyError, match=r"Did you mean 'mlp'"):
+        resolve("mpl")
+    with pytest.raises(KeyError, match="No module named 'no_such_module'"):
+        resolve("no_such_module:Policy")
+
+
+def test_the_training_flags_refuse_an_unknown_synthesizer_by_the_resolvers_words(tmp_path):
+    from experiments.recipe import check_synthesizer
+    from hpcgym import cli
+
+    check_synthesizer("tvae")  # a name, not fitted or imported here
+    with pytest.raises(cli.UsageError, match=r"--synthesizer: Unknown synthesizer 'tvea'\. Did you mean 'tvae'"):
+        check_synthesizer("tvea")
+    with pytest.raises(cli.UsageError, match="folder without a fitted model's manifest.json"):
+        check_synthesizer(str(tmp_path))  # empty: no manifest

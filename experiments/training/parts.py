@@ -191,20 +191,15 @@ def network(net: Network, prior: Any, anchor: bool, time_scale: float, nodes: in
 
     The job scorer's come from :func:`scorer_kwargs`, and ``--policy-kwargs`` over them.
     """
-    import importlib
+    from agents.policies import resolve
 
     kwargs = net.kwargs()
     if net.scorer:
-        from agents.policies import ScorerPolicy
-
-        return ScorerPolicy, {**scorer_kwargs(net, prior, anchor, time_scale, nodes), **kwargs}
-    if net.policy == "mlp":
-        return "MlpPolicy", kwargs or None
-    module, _, name = net.policy.partition(":")
+        return resolve(net.policy), {**scorer_kwargs(net, prior, anchor, time_scale, nodes), **kwargs}
     try:
-        return getattr(importlib.import_module(module), name), kwargs or None
-    except (ImportError, AttributeError) as exc:
-        raise cli.UsageError(f"--network {net.policy!r}: {type(exc).__name__}: {exc}") from None
+        return resolve(net.policy), kwargs or None
+    except KeyError as exc:
+        raise cli.UsageError(f"--network: {cli.message(exc)}") from None
 
 
 def make_model(algo: Algorithm, policy: tuple[Any, dict | None], seed: int, env: Any, run: runs.RunFolder,
