@@ -28,6 +28,9 @@ MODELS: dict[str, str] = {
     "realtabformer": "synth.realtabformer:REaLTabFormerModel",
 }
 DEFAULT = "arrivals"
+#: the file that makes a folder a fitted model (written last by ``Synthesizer.save``: it vouches for the rest)
+MANIFEST = "manifest.json"
+
 #: The entry-point group of installed packages' synthesizers (each a ``"module:Class"``).
 ENTRY_POINTS = "hpcgym.synthesizers"
 _plugins_loaded = False
@@ -75,8 +78,6 @@ def resolve(spec: str | Path) -> type | Path:
     Raises:
         UnknownNameError: neither; a folder without a fitted model's manifest says so.
     """
-    from synth.base import MANIFEST
-
     path = Path(spec)
     if (path / MANIFEST).is_file():
         return path

@@ -28,9 +28,7 @@ from hpcgym import machines
 from hpcgym.errors import DependencyNotInstalled
 from hpcgym.io import atomic_folder, write_text
 from hpcgym.machines import Machine
-from synth import features, postprocess
-
-MANIFEST = "manifest.json"
+from synth import MANIFEST, features, postprocess
 
 
 def require(module: str, extra: str) -> Any:
