@@ -41,13 +41,13 @@ OUT = Path("results/counterfactual_skill/skill.csv")
 
 def make_env(trace: str, variant: str):
     """The environment of a setting: ``tuned`` (v1) or ``tuned-learned`` (v2) as baseline and order."""
-    from baselines import tuned
+    from baselines import priorities
     from hpcgym.env import SchedulingEnv
 
     name = "tuned" if variant == "v1" else "tuned-learned"
-    base = tuned.named(name, trace, "easy")
+    base = priorities.resolve(name, trace, "easy")
     return SchedulingEnv(trace, trace, backfill="easy", window=256, split="train", baseline=base,
-                         order=tuned.named(name, trace, "easy"), predictor=base.predictor, features=variant,
+                         order=priorities.resolve(name, trace, "easy"), predictor=base.predictor, features=variant,
                          invalid_action="raise")
 
 

@@ -30,11 +30,11 @@ from experiments.train import Args
 
 def env_kwargs(trace: str) -> dict:
     """The environment of both runs: ``tuned`` as the baseline, its predictor and its order."""
-    from baselines import tuned
+    from baselines import priorities
 
-    base = tuned.named("tuned", trace, "easy")
+    base = priorities.resolve("tuned", trace, "easy")
     return {"workload": trace, "machine": trace, "backfill": "easy", "window": 256, "split": "train",
-            "baseline": base, "order": tuned.named("tuned", trace, "easy"), "predictor": base.predictor,
+            "baseline": base, "order": priorities.resolve("tuned", trace, "easy"), "predictor": base.predictor,
             "features": "v1", "invalid_action": "raise"}
 
 

@@ -9,7 +9,7 @@ An agent that scores better than the strongest reference on the test windows has
 change *of that size* is rare among schedulers no better informed than the reference. Near-copies make that bar:
 ``tuned`` with each of its four weights multiplied by ``exp(sd * N(0, 1))`` (``--draws`` of them, ``--seed``), run
 with the same backfilling, predictor and scan order on the windows every evaluation uses (20 windows of 1,024 jobs
-of the test split, window seed 0: :func:`experiments.evaluate.evaluate_on_test`). On SDSC-SP2 with EASY, most
+of the test split, window seed 0: :func:`experiments.evaluation.evaluate_on_test`). On SDSC-SP2 with EASY, most
 near-copies beat ``tuned`` itself (``docs/results.md``): there a win over ``tuned`` smaller than their spread says
 nothing about learning.
 

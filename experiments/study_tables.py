@@ -204,7 +204,7 @@ STARTS = ["source", "seed", "start", "val_start", "val_kept", "test_start", "tes
 def starts(dirs: Mapping[tuple[str, int], Path]) -> pd.DataFrame:
     """Per run: the network RL started from and the one it kept, their validation and test scores (mean bsld).
 
-    Columns :data:`STARTS`: :func:`experiments.seeds.agreement` over each source's runs (``start`` is
+    Columns :data:`STARTS`: :func:`experiments.seed_tables.agreement` over each source's runs (``start`` is
     ``untrained``, ``cloned`` or a taught residual's ``prior``; ``test_start`` is NaN where the start has no test
     row of its own and was not kept). Runs without a learning curve (no validation windows) have no row.
     """
