@@ -289,12 +289,12 @@ def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, leng
 
 
 def evaluate_run(run: RunFolder, trace: str, read: dict[str, Any], windows: int, length: int,
-                 progress: bool = True) -> pd.DataFrame:
-    """A run's networks and every heuristic on the test windows (seed 0) and the whole test split; writes ``eval/``.
+                 progress: bool = True, whole: bool = True) -> pd.DataFrame:
+    """A run's networks and every heuristic on the test windows (seed 0) and (``whole``) the whole test split.
 
-    Returns the summary.
+    Writes ``eval/``; returns the summary.
     """
-    done = evaluate(trace, run.agents(), windows, length, seed=0, read=read, progress=progress)
+    done = evaluate(trace, run.agents(), windows, length, seed=0, read=read, progress=progress, whole=whole)
     return write(run.eval, done)
 
 

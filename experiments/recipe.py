@@ -268,6 +268,9 @@ class Run:
     seed: int = flag(0, "seed of the agent, the environment and the synthesizer")
     eval_windows: int = flag(20, "test windows in the final evaluation (0: none)")
     eval_length: int = flag(1024, "jobs per test window", flag="--eval-window", aliases=("--eval-length",))
+    no_whole_split: bool = flag(False, "the final evaluation on the test windows only, without the whole test split "
+                                       "scheduled as one stream (the study's --quick preset: it is most of a smoke "
+                                       "run's evaluation time)")
     checkpoint_every: int = flag(20_000, "timesteps between checkpoints (each taken when the next rollout starts)")
     runs_dir: str = flag(runs.RUNS_DIR, "where run folders go")
     run_name: str = flag("", "run folder name; empty: trace-workload-algo-sSEED")

@@ -48,7 +48,8 @@ a second (arrivals, lublin) on 2026-11-24: all within the target of 10 minutes o
 for 100 epochs: hours on a CPU, meant for a GPU (``--device cuda``). ``--fit-params MODEL=JSON`` overrides any
 model's settings. ``--quick``: fits on the last 1,000 training jobs, 1 epoch; pools of 2,048 jobs; 256 training
 steps of 4 windows of 64 jobs (32 slots), 2 validation windows of 256 jobs, 4 cloning episodes of 256 jobs (20
-epochs); 2 test windows of 256 jobs; fidelity on 1,000 jobs. Flags given explicitly win over the preset.
+epochs); 2 test windows of 256 jobs and no whole-split stream (``--no-whole-split``); fidelity on 1,000 jobs. Flags
+given explicitly win over the preset.
 """
 
 from __future__ import annotations

@@ -244,7 +244,8 @@ def train_and_evaluate(recipe: Recipe) -> tuple[Path, pd.DataFrame | None]:
     if run.eval_windows <= 0:
         return run_dir, None
     return run_dir, evaluate.evaluate_run(runs.RunFolder(run_dir), recipe.source.trace, recipe.source.read_kwargs(),
-                                          run.eval_windows, run.eval_length, progress=not run.quiet)
+                                          run.eval_windows, run.eval_length, progress=not run.quiet,
+                                          whole=not run.no_whole_split)
 
 
 def train_and_evaluate_folder(recipe: Recipe) -> str:

@@ -167,7 +167,8 @@ def do_run(task: RunTask) -> dict[str, Any]:
                 untrainable = exc
         else:
             evaluate.evaluate_run(run, recipe.source.trace, recipe.source.read_kwargs(), recipe.run.eval_windows,
-                                  recipe.run.eval_length, progress=not recipe.run.quiet)
+                                  recipe.run.eval_length, progress=not recipe.run.quiet,
+                                  whole=not recipe.run.no_whole_split)
     seconds = time.perf_counter() - started
     _record(run, task, seconds, untrainable)
     return {"seconds": seconds, **({UNTRAINABLE: str(untrainable)} if untrainable else {})}

@@ -44,7 +44,7 @@ QUICK = {"sample_pool": 2048, "timesteps": 256, "eval_windows": 2, "eval_length"
          "fidelity_jobs": 1000}
 QUICK_TRAIN = {"envs": 4, "n_steps": 64, "batch_size": 64, "window": 64, "slots": 32, "val_windows": 2,
                "val_length": 256, "val_every": 256, "clone_episodes": 4, "clone_window": 256, "clone_epochs": 20,
-               "checkpoint_every": 256}
+               "checkpoint_every": 256, "no_whole_split": True}
 STAGES = ("fit", "train", "evaluate", "fidelity", "report")
 
 
