@@ -10,6 +10,11 @@ action distribution, ``-KL(pi || anchor)`` instead. PPO's loss adds ``ent_coef *
 bonus becomes a penalty ``ent_coef * mean KL(pi || anchor)``: the policy may move where the reward pays for it, and
 is pulled back to its warm start elsewhere (SB3 logs the mean KL as ``train/entropy_loss``). This plugs into
 MaskablePPO through ``policy_kwargs``, without a copy of its training loop.
+
+**No critic.** With ``value=False`` the value head is a constant zero (:class:`NoValue`): PPO's generalized advantage
+estimate with ``gae_lambda=0`` is then the step's own reward, ``A_t = r_t``, a loss linear in each decision's
+credit. It is meant for the per-decision ``reward="counterfactual"``, whose credits are already advantages against
+the baseline heuristic; with a window-end reward it leaves PPO no baseline at all.
 """
 
 from __future__ import annotations
@@ -39,14 +44,16 @@ class ScorerPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy with the shared job scorer.
 
     ``policy_kwargs``: ``hidden``, ``critic``, ``ranks``, ``attention`` and ``prior`` (the scorer's:
-    :class:`agents.scorer.SlotScorer`), and ``anchor`` (the KL anchor of the module docstring).
+    :class:`agents.scorer.SlotScorer`), ``anchor`` (the KL anchor of the module docstring) and ``value`` (False: no
+    critic, the module docstring).
     """
 
     def __init__(self, observation_space: spaces.Box, action_space: spaces.Discrete, lr_schedule: Any,
                  hidden: tuple[int, ...] = (32, 16), critic: tuple[int, ...] = (64,), ranks: tuple[int, ...] = (),
-                 attention: int = 0, prior: dict | None = None, anchor: bool = False, **kwargs: Any):
+                 attention: int = 0, prior: dict | None = None, anchor: bool = False, value: bool = True,
+                 **kwargs: Any):
         self.hidden, self.critic, self.ranks = tuple(hidden), tuple(critic), tuple(ranks)
-        self.attention, self.prior, self.anchored = int(attention), prior, bool(anchor)
+        self.attention, self.prior, self.anchored, self.valued = int(attention), prior, bool(anchor), bool(value)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
@@ -58,6 +65,8 @@ class ScorerPolicy(MaskableActorCriticPolicy):
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
         self.action_net = nn.Identity()  # the scores are the logits
+        if not self.valued:
+            self.value_net = NoValue()
         self.anchor = None
         if self.anchored:  # built here so that a saved policy's anchor weights have a home when it is loaded
             self.anchor = copy.deepcopy(self.mlp_extractor.scorer).requires_grad_(False)
@@ -91,8 +100,16 @@ class ScorerPolicy(MaskableActorCriticPolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(hidden=self.hidden, critic=self.critic, ranks=self.ranks, attention=self.attention,
-                    prior=self.prior, anchor=self.anchored)
+                    prior=self.prior, anchor=self.anchored, value=self.valued)
         return data
+
+
+class NoValue(nn.Module):
+    """A value head that says 0 for every state (``ScorerPolicy(value=False)``); it has no parameters."""
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        """Zeros of shape ``(batch, 1)``, outside the autograd graph."""
+        return latent.new_zeros(latent.shape[0], 1)
 
 
 def kl_from(log_p: torch.Tensor, anchor_logits: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

@@ -11,6 +11,12 @@ its train split if it has none yet: :mod:`baselines.learned`):
    (SJBF) on each predictor's estimates, ``tuned`` and ``tuned-learned`` where their fits exist, and the
    clairvoyant row (the best classic heuristic told every runtime). ``headroom`` is a row's share of the gap
    between SAF on the walltimes and the clairvoyant row.
+3. **Order or reservations**: where the clairvoyant room lies. SAF's *order* is taken from one set of estimates
+   (walltime, last2, median5, learned, or the exact runtimes) while EASY *reserves and backfills* on another
+   (walltime, last2, learned, exact), every pair, on the same windows and the whole split. The order's estimates are
+   made at each arrival from the history of the jobs' FCFS+EASY schedule, as in table 1 (a stand-in for the
+   simulation's own history, which only the estimates EASY reads come from); ``headroom`` is the share of the gap
+   from SAF on the walltimes to SAF on the exact runtimes, both in order and reservations.
 """
 
 from __future__ import annotations
@@ -27,10 +33,13 @@ import pandas as pd
 from baselines import learned, references, tuned
 from hpcgym import cli, machines, traces
 from hpcgym.io import write_table
-from hpcgym.sim import PriorityPolicy, heuristics, predict, simulate
+from hpcgym.sim import KEY, PriorityPolicy, heuristics, predict, simulate
 from hpcgym.sim.heuristics import SAF, SJBF
 
 RULES = ("walltime", "last2", "median5")
+#: Table 3's rows (the estimates SAF orders by) and columns (the estimates EASY reserves and backfills on).
+ORDERS = (*RULES, "learned", "exact")
+RESERVATIONS = ("walltime", "last2", "learned", "exact")
 
 
 def accuracy_table(test: pd.DataFrame, nodes: int, model: np.ndarray) -> pd.DataFrame:
@@ -79,6 +88,39 @@ def scheduling_table(test: pd.DataFrame, machine: machines.Machine, trace: str, 
     return table
 
 
+def _ordered_by(estimate: np.ndarray, reserve_on: str) -> PriorityPolicy:
+    """SAF whose areas come from ``estimate`` (fixed per job) while EASY reads ``reserve_on``'s estimates."""
+    return PriorityPolicy("saf-order", KEY, key=lambda jobs: estimate * jobs["nodes"].to_numpy(np.float64),
+                          predictor=reserve_on)
+
+
+def ordering_table(test: pd.DataFrame, machine: machines.Machine, trace: str, windows: int = 20,
+                   length: int = 1024, seed: int = 0) -> pd.DataFrame:
+    """Table 3 of the module docstring: a row per pair of :data:`ORDERS` x :data:`RESERVATIONS`."""
+    model = predict.get(f"{predict.LEARNED_NAME}:{trace}")
+    starts = traces.window_starts(len(test), length, windows, seed)
+    parts = {"windows": [traces.window(test, length, start=s) for s in starts], "whole": [test]}
+    estimates = {k: [learned.predictions(t, machine.nodes, model.model) for t in v] for k, v in parts.items()}
+    rows = []
+    for order in ORDERS:
+        for reserve in RESERVATIONS:
+            pred = f"{predict.LEARNED_NAME}:{trace}" if reserve == "learned" else reserve
+            row = {"order": order, "reservations": reserve}
+            for part, tables in parts.items():
+                column = "hold" if order == "exact" else order
+                row[part] = float(np.mean([
+                    simulate(t, machine, _ordered_by(e[column].to_numpy(np.float64), pred), "easy")["bsld"].mean()
+                    for t, e in zip(tables, estimates[part], strict=True)]))
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    table.insert(2, "window", length)
+    first, last = table.index[0], table.index[-1]  # walltime x walltime; exact x exact
+    for col in ("windows", "whole"):
+        base, clair = table.loc[first, col], table.loc[last, col]
+        table[f"headroom_{col}"] = (base - table[col]) / (base - clair) if base > clair else np.nan
+    return table
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line."""
     ap = cli.ArgumentParser(prog="python -m baselines.accuracy", description=__doc__,
@@ -88,7 +130,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--windows", type=cli.positive_int, default=20, help="test windows")
     ap.add_argument("--window", type=cli.positive_int, default=1024, help="jobs per window")
     ap.add_argument("--seed", type=cli.seed_arg, default=0, help="seed of the window draw")
-    ap.add_argument("--out", type=Path, default=None, help="folder for accuracy.csv and scheduling.csv")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="folder for accuracy.csv, scheduling.csv and ordering.csv")
     ap.add_argument("--quiet", action="store_true", help="no progress bar while a model is fitted")
     return ap
 
@@ -113,9 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nEASY, mean bsld on {args.windows} windows of {args.window} jobs (seed {args.seed}) and on the whole "
           "test split; headroom: share of the gap from saf@walltime to the clairvoyant row")
     print(sched.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    order = ordering_table(test, machine, name, args.windows, args.window, args.seed)
+    print("\nSAF ordered by one set of estimates while EASY reserves on another (mean bsld; headroom: share of the gap "
+          "from walltime x walltime to exact x exact)")
+    print(order.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if args.out is not None:
         write_table(acc, args.out / "accuracy.csv")
         write_table(sched, args.out / "scheduling.csv")
+        write_table(order, args.out / "ordering.csv")
     return 0
 
 

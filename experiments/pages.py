@@ -13,6 +13,7 @@ import pandas as pd
 
 from experiments import tables
 from experiments.runs import BASELINE, PER_WINDOW
+from experiments.stream import FILE as STREAM
 from hpcgym import io as hpcgym_io
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,9 +22,14 @@ MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
 #: the page of each table
 PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
          "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
-         "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md"}
+         "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md",
+         "predictions-ordering": "docs/predictions.md"}
 #: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
 ACCURACY = "accuracy"
+#: ``results/streams/<file>``: the whole test split scheduled as one stream, beside the per-window ``<file>``
+STREAMS = "streams"
+STREAM_COLUMNS = ["scheduler", "kind", "backfill", "jobs", "bsld", "vs_reference", "vs_reference_low",
+                  "vs_reference_high", "reference"]
 #: the README's figure: the per-window comparison of this trace's agent with the reference
 FIGURE_TRACE, FIGURE = "theta", "docs/figures/bsld_per_window.png"
 PER_WINDOW_COLUMNS = ["scheduler", "kind", "backfill", "window", "start", "block", "bsld"]
@@ -43,6 +49,18 @@ def read(root: Path = ROOT) -> tuple[pd.DataFrame, pd.DataFrame]:
     return windows, manifest
 
 
+def read_streams(manifest: pd.DataFrame, root: Path = ROOT) -> pd.DataFrame:
+    """The whole-split rows of the evaluations that have them (``results/streams/<file>``).
+
+    One row per trace x scheduler (the first file's, as :func:`read`); an empty table if no evaluation has one.
+    """
+    parts = [pd.read_csv(root / RESULTS / STREAMS / row.file).assign(trace=row.trace)
+             for row in manifest.itertuples() if (root / RESULTS / STREAMS / row.file).is_file()]
+    if not parts:
+        return pd.DataFrame(columns=[*STREAM_COLUMNS, "trace"])
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["trace", "scheduler"])
+
+
 def trace_table(windows: pd.DataFrame) -> pd.DataFrame:
     """One trace's rows: mean bsld, the paired ratio to the reference; implementable first, upper bounds last."""
     reference = tables.strongest_reference(windows)
@@ -56,10 +74,21 @@ def trace_table(windows: pd.DataFrame) -> pd.DataFrame:
 
 
 def readme_rows(table: pd.DataFrame, backfill: str = "easy") -> pd.DataFrame:
-    """The rows that matter: the baseline, SAF, the reference, every agent and the clairvoyant bound (``backfill``)."""
+    """The rows that matter (``backfill``'s).
+
+    The baseline, SAF, the reference, every agent and its warm start (the cloned network), the clairvoyant bound.
+    """
     named = {BASELINE, f"saf+{backfill}", f"tuned+{backfill}", f"{tables.CLAIRVOYANT}+{backfill}",
              table["reference"].iat[0]}
-    return table[table["scheduler"].isin(named) | (table["kind"] == "agent")]
+    return table[table["scheduler"].isin(named) | table["kind"].isin(("agent", "cloned"))]
+
+
+def with_streams(table: pd.DataFrame, streams: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (one trace's rows) with its schedulers' whole-split bsld and paired ratio (NaN where none)."""
+    cols = {"bsld": "whole", "vs_reference": "whole_vs", "vs_reference_low": "whole_vs_low",
+            "vs_reference_high": "whole_vs_high", "reference": "whole_reference"}
+    mine = streams.loc[streams["trace"] == table["trace"].iat[0], ["scheduler", *cols]].rename(columns=cols)
+    return table.merge(mine, on="scheduler", how="left")
 
 
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
@@ -72,14 +101,21 @@ def _shown(table: pd.DataFrame) -> pd.DataFrame:
         "bsld": table["bsld"],
         "vs reference (95% CI)": [tables.ratio_text(*r) for r in table[["vs_reference", "vs_reference_low",
                                                                          "vs_reference_high"]].itertuples(index=False)],
+        "whole split": table["whole"],
+        "whole vs its reference (95% CI)": [tables.ratio_text(*r) for r in table[
+            ["whole_vs", "whole_vs_low", "whole_vs_high"]].itertuples(index=False)],
         "date": table["date"]})
 
 
-def evaluation_tables(windows: pd.DataFrame, rows: str) -> pd.DataFrame:
-    """Every trace's table (``rows``: ``readme`` for the rows that matter, ``all`` for every EASY row)."""
+def evaluation_tables(windows: pd.DataFrame, rows: str, streams: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every trace's table (``rows``: ``readme`` for the rows that matter, ``all`` for every EASY row).
+
+    With the whole-split columns of ``streams`` (:func:`read_streams`) where a scheduler has them.
+    """
+    streams = read_streams(pd.DataFrame(columns=["file", "trace"])) if streams is None else streams
     out = []
     for trace, group in windows.groupby("trace", sort=False):
-        table = trace_table(group).assign(trace=trace)
+        table = with_streams(trace_table(group).assign(trace=trace), streams)
         table = readme_rows(table) if rows == "readme" else table[table["backfill"] == "easy"]
         out.append(table)
     return pd.concat(out, ignore_index=True)
@@ -88,6 +124,11 @@ def evaluation_tables(windows: pd.DataFrame, rows: str) -> pd.DataFrame:
 def _references(windows: pd.DataFrame) -> str:
     """``theta: tuned+easy, ...``: each trace's reference."""
     return ", ".join(f"{t}: {tables.strongest_reference(g)}" for t, g in windows.groupby("trace", sort=False))
+
+
+def _stream_references(streams: pd.DataFrame) -> str:
+    """``theta: saf-last2+easy, ...``: each trace's whole-split reference (``-`` if no trace has a stream)."""
+    return ", ".join(f"{t}: {g['reference'].iat[0]}" for t, g in streams.groupby("trace", sort=False)) or "-"
 
 
 def seeds_table(root: Path = ROOT) -> str:
@@ -104,7 +145,10 @@ def benchmarks_table(root: Path = ROOT) -> str:
 
 
 def predictions_tables(root: Path = ROOT) -> dict[str, str]:
-    """The runtime predictors' accuracy and scheduling tables, every trace of ``results/accuracy/`` in one each."""
+    """The runtime predictors' tables, every trace of ``results/accuracy/`` in one each.
+
+    The third (order or reservations) has the traces that have its file.
+    """
     folders = sorted(p for p in (root / RESULTS / ACCURACY).iterdir() if p.is_dir())
     acc = pd.concat([pd.read_csv(f / "accuracy.csv").assign(trace=f.name) for f in folders], ignore_index=True)
     sched = pd.concat([pd.read_csv(f / "scheduling.csv").assign(trace=f.name) for f in folders], ignore_index=True)
@@ -112,19 +156,28 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
     sched = sched[["trace", "scheduler", "predictor", "window", "windows", "headroom_windows", "whole",
                    "headroom_whole"]]
     percent = {c: (lambda v: "-" if pd.isna(v) else f"{v:.0%}") for c in ("headroom_windows", "headroom_whole")}
+    order = pd.concat([pd.read_csv(f / "ordering.csv").assign(trace=f.name) for f in folders
+                       if (f / "ordering.csv").is_file()], ignore_index=True)
+    order = order[["trace", "order", "reservations", "window", "windows", "headroom_windows", "whole",
+                   "headroom_whole"]]
     return {"predictions-accuracy": tables.markdown(acc, digits=3),
-            "predictions-scheduling": tables.markdown(sched, percent, digits=2)}
+            "predictions-scheduling": tables.markdown(sched, percent, digits=2),
+            "predictions-ordering": tables.markdown(order, percent, digits=2)}
 
 
 def build(root: Path = ROOT) -> dict[str, str]:
     """Each table's Markdown, by name (:data:`PAGES`' keys)."""
     windows, manifest = read(root)
+    streams = read_streams(manifest, root)
     commands = "; ".join(f"{r.trace}: `{r.command}`" for r in manifest.itertuples())
     note = (f"Mean bsld over the windows (lower is better). vs reference: the paired ratio to each trace's strongest "
             f"implementable row ({_references(windows)}) on the same windows, with a 95% block-bootstrap CI (blocks "
-            f"of consecutive jobs; \"better\"/\"worse\" where the CI excludes 1). Commands: {commands}.")
-    return {"readme": tables.markdown(_shown(evaluation_tables(windows, "readme")), digits=2) + "\n\n" + note,
-            "results": tables.markdown(_shown(evaluation_tables(windows, "all")), digits=2) + "\n\n" + note,
+            f"of consecutive jobs; \"better\"/\"worse\" where the CI excludes 1). Whole split: the mean bsld of the "
+            f"whole test split scheduled as one stream, and the paired ratio to the strongest implementable row there "
+            f"({_stream_references(streams)}; CI by blocks of 1,024 consecutive jobs). Commands: {commands}.")
+    readme = _shown(evaluation_tables(windows, "readme", streams))
+    return {"readme": tables.markdown(readme, digits=2) + "\n\n" + note,
+            "results": tables.markdown(_shown(evaluation_tables(windows, "all", streams)), digits=2) + "\n\n" + note,
             "seeds": seeds_table(root), "readme-seeds": seeds_table(root), "benchmarks": benchmarks_table(root),
             **predictions_tables(root)}
 
@@ -156,6 +209,8 @@ def add(folder: Path, trace: str, date: str, seeds: str, command: str, backfill:
         root: Path = ROOT) -> Path:
     """Copy an evaluation's per-window scores (rows with ``backfill``) into ``results/``, listed in the manifest.
 
+    Its whole-split scores (``stream.csv``), if it has them, go to ``results/streams/`` under the same name.
+
     Returns:
         The file written.
     """
@@ -163,6 +218,10 @@ def add(folder: Path, trace: str, date: str, seeds: str, command: str, backfill:
     per_window = per_window.loc[per_window["backfill"] == backfill, PER_WINDOW_COLUMNS].round({"bsld": 6})
     name = f"{folder.parent.name if folder.name == 'eval' else folder.name}.csv"
     hpcgym_io.write_table(per_window, root / RESULTS / name)
+    if (folder / STREAM).is_file():  # the whole split as one stream (evaluate's default)
+        stream = pd.read_csv(folder / STREAM)
+        stream = stream.loc[stream["backfill"] == backfill, STREAM_COLUMNS].round(6)
+        hpcgym_io.write_table(stream, root / RESULTS / STREAMS / name)
     manifest = pd.read_csv(root / RESULTS / MANIFEST, dtype=str)
     row = pd.DataFrame([{"file": name, "trace": trace, "date": date, "seeds": seeds, "command": command}])
     hpcgym_io.write_table(pd.concat([manifest[manifest["file"] != name], row], ignore_index=True),

@@ -144,3 +144,28 @@ def test_counterfactual_needs_a_baseline_on_the_environment_estimates():
         toy_env(backfill="easy", reward="counterfactual")
     with pytest.raises(ValueError, match="predictor"):
         toy_env(backfill="easy", baseline="sjf-last2", reward="counterfactual")
+
+
+def test_without_a_critic_gae_lambda_0_makes_each_decision_its_own_credit():
+    """ScorerPolicy(value=False), gamma 1, GAE lambda 0: PPO's advantages are the per-decision rewards, the values 0."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from agents.policies import NoValue, ScorerPolicy
+
+    env, _ = lublin("last2", order="sjf")
+    model = MaskablePPO(ScorerPolicy, env, policy_kwargs={"value": False}, gamma=1.0, gae_lambda=0.0, n_steps=128,
+                        batch_size=64, n_epochs=1, seed=0)
+    assert isinstance(model.policy.value_net, NoValue)
+    model.learn(128)
+    buf = model.rollout_buffer
+    assert np.count_nonzero(buf.rewards) > 0  # some decisions left the baseline and were credited
+    np.testing.assert_array_equal(buf.values, 0.0)
+    np.testing.assert_allclose(buf.advantages, buf.rewards, rtol=0, atol=1e-7)  # float32 buffers
+    np.testing.assert_allclose(buf.returns, buf.rewards, rtol=0, atol=1e-7)
+    with torch.no_grad():
+        obs = torch.as_tensor(env.reset(seed=1)[0][None]).flatten(1)
+        assert model.policy.predict_values(obs).item() == 0.0
+    twin = MaskablePPO(ScorerPolicy, env, policy_kwargs={"value": True}, gamma=1.0, gae_lambda=0.0, n_steps=128,
+                       seed=0)
+    assert not isinstance(twin.policy.value_net, NoValue)

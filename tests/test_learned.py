@@ -14,7 +14,7 @@ from test_predict import assert_same
 from baselines import learned as fitting
 from hpcgym import jobs as jobtable
 from hpcgym import machines, traces
-from hpcgym.sim import heuristics, learned, predict, start_times
+from hpcgym.sim import heuristics, learned, predict, simulate, start_times
 from hpcgym.sim.loop import BACKFILL_MODES, schedule
 from hpcgym.sim.reference import _Job, learned_features
 from hpcgym.sim.simulator import engine_jobs
@@ -306,6 +306,15 @@ def test_learn_and_accuracy_command_lines(tmp_path, monkeypatch, capsys):
     sched = pd.read_csv(tmp_path / "acc" / "scheduling.csv")
     assert sched["scheduler"].iat[0] == "saf@walltime" and sched["headroom_windows"].iat[0] == 0
     assert sched["headroom_windows"].iat[-1] == pytest.approx(1.0)
+    order = pd.read_csv(tmp_path / "acc" / "ordering.csv").set_index(["order", "reservations"])
+    assert len(order) == len(accuracy.ORDERS) * len(accuracy.RESERVATIONS)
+    # the static-key path against the compiled SAF: the same schedule where both read the walltimes
+    assert order.loc[("walltime", "walltime"), "windows"] == pytest.approx(sched["windows"].iat[0], rel=1e-12)
+    assert order.loc[("walltime", "walltime"), "whole"] == pytest.approx(sched["whole"].iat[0], rel=1e-12)
+    test = traces.split(traces.load("mustang-2012-12"), "test")
+    exact = simulate(test, test.attrs["machine"], "saf", "easy", predictor="exact")["bsld"].mean()
+    assert order.loc[("exact", "exact"), "whole"] == pytest.approx(exact, rel=1e-12)
+    assert order["headroom_windows"].iat[0] == 0 and order["headroom_whole"].iat[-1] == pytest.approx(1.0)
 
 
 def test_tuning_on_a_learned_predictor_uses_the_held_out_models_window_by_window():
