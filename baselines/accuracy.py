@@ -5,7 +5,8 @@ its train split if it has none yet: :mod:`baselines.learned`):
 
 1. **Accuracy** on every job of the test split, each estimate made at the job's arrival from the history of the
    split's FCFS+EASY schedule (:func:`baselines.learned.predictions`): the mean absolute error of log runtime, the
-   share of jobs predicted shorter than they ran, and the share within a factor of 2.
+   share of jobs predicted shorter than they ran, the share within a factor of 2, and the rank correlation of the
+   estimates with the runtimes (Spearman's).
 2. **Scheduling**: mean bounded slowdown under EASY on the evaluation's test windows (20 of 1,024 jobs, window
    seed 0, as ``experiments.evaluate``) and on the whole test split scheduled as one stream, for SAF and EASY++
    (SJBF) on each predictor's estimates, ``tuned`` and ``tuned-learned`` where their fits exist, and the
@@ -45,8 +46,17 @@ RESERVATIONS = ("walltime", "last2", "learned", "exact")
 def accuracy_table(test: pd.DataFrame, nodes: int, model: np.ndarray) -> pd.DataFrame:
     """Table 1 of the module docstring: one row per predictor."""
     est = learned.predictions(test, nodes, model)
-    rows = [{"predictor": p, **learned.accuracy(est[p], est["hold"])} for p in (*RULES, "learned")]
+    rows = [{"predictor": p, **learned.accuracy(est[p], est["hold"]),
+             "spearman": rank_correlation(est[p], est["hold"])} for p in (*RULES, "learned")]
     return pd.DataFrame(rows)
+
+
+def rank_correlation(estimate: pd.Series, hold: pd.Series) -> float:
+    """Spearman's correlation of the estimates with the hold times (ties take their mean rank).
+
+    It says how well an order by the estimates sorts the jobs by runtime.
+    """
+    return float(estimate.rank().corr(hold.rank()))
 
 
 def policies(trace: str, backfill: str = "easy") -> list[PriorityPolicy]:

@@ -303,6 +303,11 @@ def test_learn_and_accuracy_command_lines(tmp_path, monkeypatch, capsys):
     acc = pd.read_csv(tmp_path / "acc" / "accuracy.csv")
     assert list(acc["predictor"]) == ["walltime", "last2", "median5", "learned"]
     assert acc.loc[0, "under"] == 0  # a walltime never under-predicts a job killed at its walltime
+    from scipy.stats import spearmanr
+
+    test = traces.split(traces.load("mustang-2012-12"), "test")
+    est = fitting.predictions(test, machines.get(test.attrs["machine"]).nodes)
+    assert acc.loc[0, "spearman"] == pytest.approx(spearmanr(est["walltime"], est["hold"])[0], rel=1e-12)
     sched = pd.read_csv(tmp_path / "acc" / "scheduling.csv")
     assert sched["scheduler"].iat[0] == "saf@walltime" and sched["headroom_windows"].iat[0] == 0
     assert sched["headroom_windows"].iat[-1] == pytest.approx(1.0)
@@ -311,7 +316,6 @@ def test_learn_and_accuracy_command_lines(tmp_path, monkeypatch, capsys):
     # the static-key path against the compiled SAF: the same schedule where both read the walltimes
     assert order.loc[("walltime", "walltime"), "windows"] == pytest.approx(sched["windows"].iat[0], rel=1e-12)
     assert order.loc[("walltime", "walltime"), "whole"] == pytest.approx(sched["whole"].iat[0], rel=1e-12)
-    test = traces.split(traces.load("mustang-2012-12"), "test")
     exact = simulate(test, test.attrs["machine"], "saf", "easy", predictor="exact")["bsld"].mean()
     assert order.loc[("exact", "exact"), "whole"] == pytest.approx(exact, rel=1e-12)
     assert order["headroom_windows"].iat[0] == 0 and order["headroom_whole"].iat[-1] == pytest.approx(1.0)

@@ -15,10 +15,10 @@ from agents import pretrain
 from agents.policies import ScorerPolicy, kl_from
 from agents.scorer import ESTIMATE, HOLD_START, PRESENT, PriorScore, SlotScorer
 from baselines import tuned
-from experiments.protocol import heuristic, predictor_of
+from experiments.protocol import predictor_of, resolve_heuristic
 from hpcgym import traces
 from hpcgym.env import WAIT_SCALE, SchedulingEnv, heuristic_action
-from hpcgym.sim import start_times
+from hpcgym.sim import heuristics, start_times
 
 warnings.filterwarnings("ignore", category=UserWarning)
 
@@ -50,7 +50,7 @@ def test_attention_scorer_is_permutation_equivariant_and_reads_the_other_jobs():
 
 def tuned_env(window=512, **kw):
     test = traces.split(traces.load("sdsc-sp2"), "test")
-    pol = tuned.named("tuned", "sdsc-sp2", "easy")
+    pol = heuristics.resolve("tuned", "sdsc-sp2", "easy")
     env = SchedulingEnv("sdsc-sp2", test, window=window, split="all", backfill="easy", order=pol,
                         predictor=pol.predictor, features="v1", **kw)
     return env, pol
@@ -99,7 +99,7 @@ def test_a_residual_at_zero_plays_its_heuristic():
 def test_a_clairvoyant_teacher_ranks_by_the_jobs_own_runtimes():
     env, pol = tuned_env(slots=128)
     a, b, c, d = tuned.weights_of(pol)
-    teacher = heuristic("tuned@exact", {"trace": "sdsc-sp2", "backfill": "easy"})
+    teacher = resolve_heuristic("tuned@exact", trace="sdsc-sp2", backfill="easy")
     assert teacher.predictor == "exact" and teacher.name == "tuned@exact"
     settings = {"trace": "sdsc-sp2", "backfill": "easy", "prior": "tuned", "clone": "tuned@exact"}
     assert predictor_of(settings) == pol.predictor  # the environment's estimates are the prior's

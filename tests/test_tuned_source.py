@@ -12,7 +12,7 @@ import pytest
 
 from baselines import tuned
 from experiments import train
-from experiments.protocol import heuristic, load_data, tuned_flag
+from experiments.protocol import heuristic_context, load_data, resolve_heuristic, tuned_flag
 from experiments.training import parts
 from hpcgym import cli
 from hpcgym.workload import PooledSampler
@@ -38,12 +38,12 @@ def args_of(tmp_path, *extra):
 def test_tuned_names_the_given_fit_in_every_role(tmp_path):
     args = args_of(tmp_path, "--tuned", str(fit_file(tmp_path)))
     settings = vars(args)
-    pol = heuristic("tuned", settings)
+    pol = resolve_heuristic("tuned", **heuristic_context(settings))
     assert tuned.weights_of(pol) == (1.0, 4.0, 0.5, 0.25)  # the weights over that of log_estimate
     assert pol.predictor == "last2"
-    bundled = heuristic("tuned", {**settings, "tuned": ""})  # the trace's own fit otherwise
+    bundled = resolve_heuristic("tuned", **heuristic_context({**settings, "tuned": ""}))  # else the trace's own fit
     assert tuned.weights_of(bundled) != (1.0, 4.0, 0.5, 0.25)
-    assert heuristic("saf", settings).name == "saf"  # other names are untouched
+    assert resolve_heuristic("saf", **heuristic_context(settings)).name == "saf"  # other names are untouched
 
 
 def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
@@ -55,7 +55,7 @@ def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
 
 def test_a_teacher_must_read_what_the_environment_shows_or_be_clairvoyant(tmp_path):
     args = args_of(tmp_path, "--clone", "tuned@exact")  # tuned's weights on the jobs' own runtimes
-    assert heuristic(args.clone, vars(args)).predictor == "exact" and args.prior == "tuned"
+    assert resolve_heuristic(args.clone, **heuristic_context(vars(args))).predictor == "exact" and args.prior == "tuned"
     with pytest.raises(cli.UsageError, match="--clone sjf@median5 reads median5 estimates, the environment last2's"):
         args_of(tmp_path, "--prior", "", "--predictor", "last2", "--clone", "sjf@median5")
     with pytest.raises(cli.UsageError, match="--clone: .*predictor"):
@@ -93,7 +93,8 @@ def test_tuned_workload_fits_on_the_training_part_and_caches_it(tmp_path, small_
     fit = tuned.load(path)
     assert fit.windows == 2 and fit.length == 256 and "--workload real" in fit.command
     a, *rest = (fit.weights[f] for f in tuned.FEATURES)
-    assert tuned.weights_of(heuristic("tuned", {"tuned": done.tuned})) == pytest.approx((1.0, *(w / a for w in rest)))
+    refit = resolve_heuristic("tuned", trace="", tuned_fit=done.tuned)
+    assert tuned.weights_of(refit) == pytest.approx((1.0, *(w / a for w in rest)))
     stamp = path.stat().st_mtime_ns
     again = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
     assert again.tuned == done.tuned  # another seed: the cached fit
