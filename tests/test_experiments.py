@@ -1,5 +1,5 @@
-"""Smoke-size runs of the real CLIs: train, resume, evaluate, compare, sweep on Ray, the notebook (kill -9 and an exact
-resume: tests/test_resume.py)."""
+"""Smoke-size runs of the real CLIs: train, resume, evaluate, compare, the notebook (kill -9 and an exact resume:
+tests/test_resume.py; the sweep on Ray: tests/test_recipe.py)."""
 
 import json
 import os
@@ -54,6 +54,9 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert "test split" in (run_dir / "eval" / "summary.md").read_text()  # the table says what it measured
     curve = pd.read_csv(run_dir / "learning_curve.csv")
     assert curve["timesteps"].iat[0] == 0 and len(curve) >= 3 and (run_dir / "learning_curve.png").exists()
+    from test_recipe import _same_as_before  # the numbers of before the recipe became one object (tests/test_recipe.py)
+
+    _same_as_before(run_dir, "train_synthetic")
     warm = json.loads((run_dir / "warm_start.json").read_text())
     assert warm["chosen"] in ("untrained", "cloned") and 0 <= warm["clone_accuracy_validation"] <= 1
     scale = json.loads((run_dir / "scales.json").read_text())["time_scale"]
@@ -150,13 +153,6 @@ def test_compare_table(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_on_local_ray(tmp_path):
-    out = run([sys.executable, "-m", "experiments.sweep", "--backend", "ray", "--seeds", "0", "1", "--workloads",
-               "real", "--", *TINY, "--timesteps", "300", "--runs-dir", str(tmp_path)], timeout=300).stdout
-    assert "lublin-256-real-ppo-s0" in out and "lublin-256-real-ppo-s1" in out
-    assert (tmp_path / "lublin-256-real-ppo-s1" / "eval" / "summary.csv").exists()
-
-
 def test_notebook_executes_on_saved_results(tmp_path):
     import nbformat
     from nbclient import NotebookClient

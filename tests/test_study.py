@@ -133,6 +133,17 @@ def test_a_run_trained_on_another_fit_of_its_generator_is_refused_then_redone(qu
 
 
 @pytest.mark.slow
+def test_the_quick_study_gives_the_numbers_of_before(quick):
+    """Its real and arrivals runs of seed 0 score as they did before the recipe became one object (the golden files
+    of tests/test_recipe.py, made by a study of those two sources alone: a run does not depend on the others)."""
+    from test_recipe import _same_as_before
+
+    out, _ = quick
+    for source in ("real", "arrivals"):
+        _same_as_before(out / "runs" / f"{source}-s0", f"study_{source}")
+
+
+@pytest.mark.slow
 def test_quick_study_on_local_ray(tmp_path):
     # four sources (real, a generator fitted in seconds, a trained SDV model, mixed) to keep the test short
     out = tmp_path / "ray"
