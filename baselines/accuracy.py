@@ -1,6 +1,6 @@
 """How good each runtime predictor is on a trace's test split: ``python -m baselines.accuracy --trace theta``.
 
-Two tables, for the predictors ``walltime``, ``last2``, ``median5`` and ``learned`` (the trace's model, fitted on
+Three tables, for the predictors ``walltime``, ``last2``, ``median5`` and ``learned`` (the trace's model, fitted on
 its train split if it has none yet: :mod:`baselines.learned`):
 
 1. **Accuracy** on every job of the test split, each estimate made at the job's arrival from the history of the

@@ -23,9 +23,11 @@ MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
 PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
          "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
          "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md",
-         "predictions-ordering": "docs/predictions.md"}
+         "predictions-ordering": "docs/predictions.md", "predictions-order-dev": "docs/predictions.md"}
 #: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
 ACCURACY = "accuracy"
+#: ``results/predictor_order/order.csv``: what ``python benchmarks/predictor_order.py --out`` writes
+ORDER_DEV = "predictor_order/order.csv"
 #: ``results/streams/<file>``: the whole test split scheduled as one stream, beside the per-window ``<file>``
 STREAMS = "streams"
 STREAM_COLUMNS = ["scheduler", "kind", "backfill", "jobs", "bsld", "vs_reference", "vs_reference_low",
@@ -160,9 +162,14 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
                        if (f / "ordering.csv").is_file()], ignore_index=True)
     order = order[["trace", "order", "reservations", "window", "windows", "headroom_windows", "whole",
                    "headroom_whole"]]
+    dev = pd.read_csv(root / RESULTS / ORDER_DEV)
+    dev["vs median5 (95% CI)"] = [tables.ratio_text(*r) for r in dev[["vs_median5", "low", "high"]].itertuples(
+        index=False)]
     return {"predictions-accuracy": tables.markdown(acc, digits=3),
             "predictions-scheduling": tables.markdown(sched, percent, digits=2),
-            "predictions-ordering": tables.markdown(order, percent, digits=2)}
+            "predictions-ordering": tables.markdown(order, percent, digits=2),
+            "predictions-order-dev": tables.markdown(dev[["trace", "part", "order", "bsld", "vs median5 (95% CI)"]],
+                                                     digits=2)}
 
 
 def build(root: Path = ROOT) -> dict[str, str]:

@@ -367,3 +367,19 @@ def test_the_vector_env_steps_the_learned_predictor_as_single_envs_do():
         assert all(np.array_equal(obs[i], steps[i][0]) for i in range(3) if not done[i])
         if done.any():
             break
+
+
+def test_the_order_benchmarks_per_user_correction_by_hand():
+    """benchmarks/predictor_order.py's corrected estimates, on a machine with room for every job (each starts at its
+    submit): a user's estimate times the median runtime / estimate of their finished jobs."""
+    from test_predict import table as jobs_of
+
+    from benchmarks.predictor_order import corrected
+
+    window = jobs_of([(0, 100, 1000, 1, 1), (200, 10, 1000, 1, 1), (300, 50, 1000, 1, 2), (400, 30, 1000, 1, 1),
+                      (500, 30, 15, 1, 1)])
+    estimate = np.array([50, 20, 30, 10, 8])
+    got = corrected(window, 100, estimate)
+    # job 1: job 0 ran 2x its estimate; job 2: its user has no finished job; job 3: ratios 2 and 1/2, median 1;
+    # job 4: ratios 2, 1/2, 3 (median 2), 16 capped by its walltime 15
+    np.testing.assert_array_equal(got, [50, 40, 30, 10, 15])
