@@ -383,3 +383,19 @@ def test_the_order_benchmarks_per_user_correction_by_hand():
     # job 1: job 0 ran 2x its estimate; job 2: its user has no finished job; job 3: ratios 2 and 1/2, median 1;
     # job 4: ratios 2, 1/2, 3 (median 2), 16 capped by its walltime 15
     np.testing.assert_array_equal(got, [50, 40, 30, 10, 15])
+
+
+def test_the_order_benchmark_runs_on_a_small_trace(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "order.csv"
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "benchmarks/predictor_order.py", "--trace", "mustang-2012-12", "--windows",
+                           "2", "--window", "64", "--out", str(out)], capture_output=True, text=True, cwd=repo,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = pd.read_csv(out)
+    assert len(rows) == 2 * 5 and set(rows["part"]) == {"dev", "test"}
+    assert (rows.loc[rows["order"] == "median5", "vs_median5"] == 1).all()
