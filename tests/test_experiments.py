@@ -18,8 +18,11 @@ TINY = ["--trace", "lublin-256", "--envs", "4", "--n-steps", "64", "--batch-size
         "--val-every", "256", "--clone-episodes", "4", "--clone-window", "256", "--clone-epochs", "20"]
 
 
-def train_cmd(runs, *extra):
-    return [sys.executable, "-m", "experiments.train", *TINY, "--runs-dir", str(runs), *extra]
+def train_cmd(runs, *extra, whole_split=False):
+    """A smoke-size train; its evaluation skips the whole test split unless ``whole_split`` (tests/test_stream.py
+    and the end-to-end test below cover it; it is most of a smoke run's time)."""
+    skip = [] if whole_split else ["--no-whole-split"]
+    return [sys.executable, "-m", "experiments.train", *TINY, *skip, "--runs-dir", str(runs), *extra]
 
 
 def run(cmd, **kw):
@@ -36,7 +39,7 @@ def num_timesteps(run_dir):
 
 @pytest.mark.slow
 def test_train_and_evaluate_end_to_end(tmp_path):
-    out = run(train_cmd(tmp_path, "--workload", "synthetic", "--timesteps", "600")).stdout
+    out = run(train_cmd(tmp_path, "--workload", "synthetic", "--timesteps", "600", whole_split=True)).stdout
     run_dir = tmp_path / "lublin-256-synthetic-ppo-s0"
     assert "fcfs+easy" in out and (run_dir / "model.zip").exists()
     last = out.strip().splitlines()[-1]  # the verdict: the network kept, its start and the reference, paired CIs

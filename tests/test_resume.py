@@ -152,7 +152,7 @@ sys.exit(train.main(sys.argv[3:]))
 SMALL = ["--trace", "lublin-256", "--envs", "2", "--n-steps", "64", "--batch-size", "64", "--window", "64",
          "--slots", "16", "--eval-windows", "2", "--eval-window", "128", "--val-windows", "2", "--val-window", "128",
          "--val-every", "160", "--clone-episodes", "2", "--clone-window", "128", "--clone-epochs", "5",
-         "--run-name", "r", "--quiet"]
+         "--run-name", "r", "--quiet", "--no-whole-split"]
 
 
 def _train(runs_dir, *flags, kill=None):
