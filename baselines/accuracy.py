@@ -98,7 +98,7 @@ def scheduling_table(test: pd.DataFrame, machine: machines.Machine, trace: str, 
     return table
 
 
-def _ordered_by(estimate: np.ndarray, reserve_on: str) -> PriorityPolicy:
+def ordered_by(estimate: np.ndarray, reserve_on: str = "walltime") -> PriorityPolicy:
     """SAF whose areas come from ``estimate`` (fixed per job) while EASY reads ``reserve_on``'s estimates."""
     return PriorityPolicy("saf-order", KEY, key=lambda jobs: estimate * jobs["nodes"].to_numpy(np.float64),
                           predictor=reserve_on)
@@ -115,11 +115,11 @@ def ordering_table(test: pd.DataFrame, machine: machines.Machine, trace: str, wi
     for order in ORDERS:
         for reserve in RESERVATIONS:
             pred = f"{predict.LEARNED_NAME}:{trace}" if reserve == "learned" else reserve
+            column = "hold" if order == "exact" else order
             row = {"order": order, "reservations": reserve}
             for part, tables in parts.items():
-                column = "hold" if order == "exact" else order
                 row[part] = float(np.mean([
-                    simulate(t, machine, _ordered_by(e[column].to_numpy(np.float64), pred), "easy")["bsld"].mean()
+                    simulate(t, machine, ordered_by(e[column].to_numpy(np.float64), pred), "easy")["bsld"].mean()
                     for t, e in zip(tables, estimates[part], strict=True)]))
             rows.append(row)
     table = pd.DataFrame(rows)

@@ -47,7 +47,7 @@ def make_env(trace: str, variant: str):
     name = "tuned" if variant == "v1" else "tuned-learned"
     base = priorities.resolve(name, trace, "easy")
     return SchedulingEnv(trace, trace, backfill="easy", window=256, split="train", baseline=base,
-                         order=priorities.resolve(name, trace, "easy"), predictor=base.predictor, features=variant,
+                         order=base, predictor=base.predictor, features=variant,
                          invalid_action="raise")
 
 

@@ -34,7 +34,7 @@ def env_kwargs(trace: str) -> dict:
 
     base = priorities.resolve("tuned", trace, "easy")
     return {"workload": trace, "machine": trace, "backfill": "easy", "window": 256, "split": "train",
-            "baseline": base, "order": priorities.resolve("tuned", trace, "easy"), "predictor": base.predictor,
+            "baseline": base, "order": base, "predictor": base.predictor,
             "features": "v1", "invalid_action": "raise"}
 
 

@@ -27,15 +27,11 @@ import numpy as np
 import pandas as pd
 
 from baselines import learned
+from baselines.accuracy import ordered_by
 from hpcgym import machines, metrics, traces
-from hpcgym.sim import KEY, PriorityPolicy, hold_times, predict, simulate, start_times
+from hpcgym.sim import hold_times, predict, simulate, start_times
 
 ORDERS = ("walltime", "last2", "median5", "learned", "learned, corrected per user")
-
-
-def ordered_by(estimate: np.ndarray) -> PriorityPolicy:
-    """SAF with the areas of ``estimate`` (fixed per job); EASY on the walltimes."""
-    return PriorityPolicy("saf-order", KEY, key=lambda jobs: estimate * jobs["nodes"].to_numpy(np.float64))
 
 
 def corrected(window: pd.DataFrame, nodes: int, estimate: np.ndarray, k: int = 5) -> np.ndarray:

@@ -109,12 +109,11 @@ def _shown(table: pd.DataFrame) -> pd.DataFrame:
         "date": table["date"]})
 
 
-def evaluation_tables(windows: pd.DataFrame, rows: str, streams: pd.DataFrame | None = None) -> pd.DataFrame:
+def evaluation_tables(windows: pd.DataFrame, rows: str, streams: pd.DataFrame) -> pd.DataFrame:
     """Every trace's table (``rows``: ``readme`` for the rows that matter, ``all`` for every EASY row).
 
     With the whole-split columns of ``streams`` (:func:`read_streams`) where a scheduler has them.
     """
-    streams = read_streams(pd.DataFrame(columns=["file", "trace"])) if streams is None else streams
     out = []
     for trace, group in windows.groupby("trace", sort=False):
         table = with_streams(trace_table(group).assign(trace=trace), streams)
@@ -147,19 +146,15 @@ def benchmarks_table(root: Path = ROOT) -> str:
 
 
 def predictions_tables(root: Path = ROOT) -> dict[str, str]:
-    """The runtime predictors' tables, every trace of ``results/accuracy/`` in one each.
-
-    The third (order or reservations) has the traces that have its file.
-    """
+    """The runtime predictors' tables: every trace of ``results/accuracy/`` in one each, and the order benchmark."""
     folders = sorted(p for p in (root / RESULTS / ACCURACY).iterdir() if p.is_dir())
     acc = pd.concat([pd.read_csv(f / "accuracy.csv").assign(trace=f.name) for f in folders], ignore_index=True)
     sched = pd.concat([pd.read_csv(f / "scheduling.csv").assign(trace=f.name) for f in folders], ignore_index=True)
-    acc = acc[["trace", "predictor", "mae_log", "under", "within_2x", *(["spearman"] if "spearman" in acc else [])]]
+    acc = acc[["trace", "predictor", "mae_log", "under", "within_2x", "spearman"]]
     sched = sched[["trace", "scheduler", "predictor", "window", "windows", "headroom_windows", "whole",
                    "headroom_whole"]]
     percent = {c: (lambda v: "-" if pd.isna(v) else f"{v:.0%}") for c in ("headroom_windows", "headroom_whole")}
-    order = pd.concat([pd.read_csv(f / "ordering.csv").assign(trace=f.name) for f in folders
-                       if (f / "ordering.csv").is_file()], ignore_index=True)
+    order = pd.concat([pd.read_csv(f / "ordering.csv").assign(trace=f.name) for f in folders], ignore_index=True)
     order = order[["trace", "order", "reservations", "window", "windows", "headroom_windows", "whole",
                    "headroom_whole"]]
     dev = pd.read_csv(root / RESULTS / ORDER_DEV)
