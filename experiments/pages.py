@@ -163,8 +163,10 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
     return {"predictions-accuracy": tables.markdown(acc, digits=3),
             "predictions-scheduling": tables.markdown(sched, percent, digits=2),
             "predictions-ordering": tables.markdown(order, percent, digits=2),
-            "predictions-order-dev": tables.markdown(dev[["trace", "part", "order", "bsld", "vs median5 (95% CI)"]],
-                                                     digits=2)}
+            "predictions-order-dev": tables.markdown(
+                dev[["trace", "part", "order", "bsld", "vs median5 (95% CI)", "windows_for_5pct"]].rename(
+                    columns={"windows_for_5pct": "windows for a ±5% CI"}),
+                {"windows for a ±5% CI": lambda v: "-" if pd.isna(v) else f"{v:,.0f}"}, digits=2)}
 
 
 def build(root: Path = ROOT) -> dict[str, str]:

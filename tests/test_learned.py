@@ -397,5 +397,20 @@ def test_the_order_benchmark_runs_on_a_small_trace(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = pd.read_csv(out)
-    assert len(rows) == 2 * 5 and set(rows["part"]) == {"dev", "test"}
+    assert len(rows) == 2 * 9 and set(rows["part"]) == {"dev", "test"}
     assert (rows.loc[rows["order"] == "median5", "vs_median5"] == 1).all()
+    assert rows.loc[rows["order"] == "median5", "windows_for_5pct"].isna().all()
+
+
+def test_the_order_benchmarks_power_and_submit_columns_by_hand():
+    """A 95% CI of 0.9-1.1 from 20 windows: half-width (ln 1.1 - ln 0.9) / 2 = 0.10034 in log terms, so a +-5% one
+    (ln 1.05 = 0.04879) needs 20 * (0.10034 / 0.04879)^2 = 84.6, i.e. 85 windows. A submit at 0 s with the log
+    starting at 1970-01-01 00:00 UTC (a Thursday) is hour 0 of day 3 (Monday 0); 25 hours later, hour 1 of day 4."""
+    from benchmarks.predictor_order import submit_columns, windows_for
+
+    assert windows_for(0.9, 1.1, 20, 0.05) == 85
+    assert np.isnan(windows_for(1.0, 1.0, 20, 0.05))
+    jobs = pd.DataFrame({"submit": [0, 25 * 3600], "queue": [2, 5]})
+    np.testing.assert_array_equal(submit_columns(jobs, 0, ("queue",)), [[0, 3, 2], [1, 4, 5]])
+    # a log starting on Monday 2026-11-23 00:00 UTC (1795392000 s): day 0
+    assert submit_columns(jobs.iloc[:1], 1795392000, ())[0, 1] == 0
