@@ -132,3 +132,13 @@ def test_sim_speed_benchmark_smoke():
     cmd = [sys.executable, "benchmarks/sim_speed.py", "--repeat", "1", "--traces", "lublin-256", "--skip-big"]
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "lublin-256" in text and "easy" in text
+
+
+def test_sim_speed_splits_the_learned_cost_with_stand_ins_that_keep_the_schedule():
+    """The two stand-in models must leave the walltimes' schedule (the benchmark checks it and fails otherwise)."""
+    cmd = [sys.executable, "benchmarks/sim_speed.py", "--repeat", "1", "--traces", "mustang-2012-12", "--learned-parts"]
+    lines = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    assert [line.split("FCFS+EASY")[1].split("  ")[0].strip() for line in lines] == [
+        "walltimes", "features, no walk (the walltimes' schedule)", "features and walk (the walltimes' schedule)",
+        "learned"]
+    assert lines[0].rstrip().endswith("1.00x")
