@@ -23,11 +23,14 @@ MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
 PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
          "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
          "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md",
-         "predictions-ordering": "docs/predictions.md", "predictions-order-dev": "docs/predictions.md"}
+         "predictions-ordering": "docs/predictions.md", "predictions-order-dev": "docs/predictions.md",
+         "predictions-short-jobs": "docs/predictions.md"}
 #: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
 ACCURACY = "accuracy"
 #: ``results/predictor_order/order.csv``: what ``python benchmarks/predictor_order.py --out`` writes
 ORDER_DEV = "predictor_order/order.csv"
+#: ``results/short_jobs/short_jobs.csv``: what ``python benchmarks/short_jobs.py --out`` writes
+SHORT_JOBS = "short_jobs/short_jobs.csv"
 #: ``results/streams/<file>``: the whole test split scheduled as one stream, beside the per-window ``<file>``
 STREAMS = "streams"
 STREAM_COLUMNS = ["scheduler", "kind", "backfill", "jobs", "bsld", "vs_reference", "vs_reference_low",
@@ -166,7 +169,19 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
             "predictions-order-dev": tables.markdown(
                 dev[["trace", "part", "order", "bsld", "vs median5 (95% CI)", "windows_for_5pct"]].rename(
                     columns={"windows_for_5pct": "windows for a ±5% CI"}),
-                {"windows for a ±5% CI": lambda v: "-" if pd.isna(v) else f"{v:,.0f}"}, digits=2)}
+                {"windows for a ±5% CI": lambda v: "-" if pd.isna(v) else f"{v:,.0f}"}, digits=2),
+            "predictions-short-jobs": short_jobs_table(pd.read_csv(root / RESULTS / SHORT_JOBS))}
+
+
+def short_jobs_table(rows: pd.DataFrame) -> str:
+    """``benchmarks/short_jobs.py``'s rows as Markdown: the rates and the room's share in percent."""
+    rows = rows.rename(columns={"false_positive_rate": "false positives",
+                                "recall_asking_over_1h": "recall, asking > 1 h", "headroom": "share of the room"})
+    formats = {c: (lambda v: "-" if pd.isna(v) else f"{v if abs(v) >= 0.005 else 0.0:.0%}")
+               for c in ("recall", "false positives", "recall, asking > 1 h", "share of the room")}
+    formats["threshold"] = lambda v: "-" if pd.isna(v) else f"{v:g}"
+    formats["cutoff"] = lambda v: f"{int(v):,} s"
+    return tables.markdown(rows, formats, digits=2)
 
 
 def build(root: Path = ROOT) -> dict[str, str]:

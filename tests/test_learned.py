@@ -414,3 +414,37 @@ def test_the_order_benchmarks_power_and_submit_columns_by_hand():
     np.testing.assert_array_equal(submit_columns(jobs, 0, ("queue",)), [[0, 3, 2], [1, 4, 5]])
     # a log starting on Monday 2026-11-23 00:00 UTC (1795392000 s): day 0
     assert submit_columns(jobs.iloc[:1], 1795392000, ())[0, 1] == 0
+
+
+def test_the_short_jobs_benchmarks_rates_and_keys_by_hand():
+    """Runtimes 10, 700, 30 and 5,000 s with the 10-minute cutoff: jobs 0 and 2 are short, and job 2 (asking for 2 h)
+    is the one the walltimes put late. Flagging jobs 0 and 1: recall 1/2, false positives 1/2 (job 1 of jobs 1 and 3),
+    recall among the short jobs asking for more than an hour 0 (job 2 is not flagged)."""
+    from benchmarks.short_jobs import keys, random_flags, rates
+
+    hold = np.array([10, 700, 30, 5000])
+    wall = np.array([100, 7200, 7200, 7200])
+    flag = np.array([True, True, False, False])
+    assert rates(flag, hold, wall, 600) == (0.5, 0.5, 0.0)
+    recall, false_positive, hidden = rates(flag, hold, np.full(4, 100), 600)
+    assert (recall, false_positive) == (0.5, 0.5) and np.isnan(hidden)  # no short job asks for more than an hour
+    np.testing.assert_array_equal(keys(flag, wall, 600), [100, 600, 7200, 7200])
+    many = np.repeat([10, 5000], 50_000)
+    got = rates(random_flags(many, 0.3, 0.1, 600, seed=0), many, np.full(len(many), 7200), 600)
+    assert abs(got[0] - 0.3) < 0.01 and abs(got[1] - 0.1) < 0.01
+
+
+def test_the_short_jobs_benchmark_runs_on_a_small_trace(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "short.csv"
+    done = subprocess.run([sys.executable, "benchmarks/short_jobs.py", "--trace", "mustang-2012-12", "--windows", "2",
+                           "--window", "64", "--out", str(out)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = pd.read_csv(out)
+    assert list(rows["flags"]) == ["exact"] * 3 + ["learned", "random"] * 3
+    told = rows[rows["flags"] == "exact"]
+    assert (told["recall"] == 1).all() and (told["false_positive_rate"] == 0).all()
