@@ -5,8 +5,11 @@ its train split if it has none yet: :mod:`baselines.learned`):
 
 1. **Accuracy** on every job of the test split, each estimate made at the job's arrival from the history of the
    split's FCFS+EASY schedule (:func:`baselines.learned.predictions`): the mean absolute error of log runtime, the
-   share of jobs predicted shorter than they ran, the share within a factor of 2, and the rank correlation of the
-   estimates with the runtimes (Spearman's).
+   share of jobs predicted shorter than they ran, the share within a factor of 2, the rank correlation of the
+   estimates with the runtimes (Spearman's), and two rates of the one bit that holds most of SAF's room
+   (``benchmarks/short_jobs.py``): of the jobs that run less than :data:`SHORT` seconds while asking for more than
+   :data:`LONG_REQUEST`, the share estimated under :data:`SHORT` (``short_found``), and of the jobs that run
+   :data:`SHORT` or more, the share estimated under it (``long_called_short``).
 2. **Scheduling**: mean bounded slowdown under EASY on the evaluation's test windows (20 of 1,024 jobs, window
    seed 0, as ``experiments.evaluate``) and on the whole test split scheduled as one stream, for SAF and EASY++
    (SJBF) on each predictor's estimates, ``tuned`` and ``tuned-learned`` where their fits exist, and the
@@ -41,14 +44,38 @@ RULES = ("walltime", "last2", "median5")
 #: Table 3's rows (the estimates SAF orders by) and columns (the estimates EASY reserves and backfills on).
 ORDERS = (*RULES, "learned", "exact")
 RESERVATIONS = ("walltime", "last2", "learned", "exact")
+#: A job is short when it holds its nodes less than this (seconds)...
+SHORT = 600
+#: ...and a short job asking for more than this (seconds) is one that the walltimes put late.
+LONG_REQUEST = 3600
 
 
 def accuracy_table(test: pd.DataFrame, nodes: int, model: np.ndarray) -> pd.DataFrame:
     """Table 1 of the module docstring: one row per predictor."""
     est = learned.predictions(test, nodes, model)
-    rows = [{"predictor": p, **learned.accuracy(est[p], est["hold"]),
-             "spearman": rank_correlation(est[p], est["hold"])} for p in (*RULES, "learned")]
+    hold, wall = est["hold"].to_numpy(), est["walltime"].to_numpy()
+    rows = []
+    for p in (*RULES, "learned"):
+        _, called, found = short_job_rates(est[p].to_numpy() < SHORT, hold, wall)
+        rows.append({"predictor": p, **learned.accuracy(est[p], est["hold"]),
+                     "spearman": rank_correlation(est[p], est["hold"]), "short_found": found,
+                     "long_called_short": called})
     return pd.DataFrame(rows)
+
+
+def short_job_rates(flag: np.ndarray, hold: np.ndarray, wall: np.ndarray,
+                    short: int = SHORT) -> tuple[float, float, float]:
+    """(recall, false-positive rate, recall among the short jobs asking for more than :data:`LONG_REQUEST`).
+
+    ``flag`` says which jobs are called short; a job is short when it holds its nodes less than ``short`` seconds.
+    NaN where a rate has no job to count.
+    """
+    is_short = hold < short
+
+    def share(mask: np.ndarray) -> float:
+        return float(flag[mask].mean()) if mask.any() else np.nan
+
+    return share(is_short), share(~is_short), share(is_short & (wall > LONG_REQUEST))
 
 
 def rank_correlation(estimate: pd.Series, hold: pd.Series) -> float:

@@ -32,30 +32,15 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from baselines import learned
-from baselines.accuracy import ordered_by
+from baselines.accuracy import LONG_REQUEST, SHORT, ordered_by
+from baselines.accuracy import short_job_rates as rates
 from hpcgym import machines, traces
 from hpcgym.sim import simulate, start_times
 
-CUTOFFS = (60, 600, 3600)
+CUTOFFS = (60, SHORT, LONG_REQUEST)
 #: The cutoff the classifier learns (seconds).
-LEARNED_CUTOFF = 600
+LEARNED_CUTOFF = SHORT
 THRESHOLDS = (0.3, 0.5, 0.7)
-#: A short job asking for more than this (seconds) is one the walltimes put late.
-LONG_REQUEST = 3600
-
-
-def rates(flag: np.ndarray, hold: np.ndarray, wall: np.ndarray, cutoff: int) -> tuple[float, float, float]:
-    """(recall, false-positive rate, recall among the short jobs asking for more than :data:`LONG_REQUEST`).
-
-    A job is short when it holds its nodes less than ``cutoff`` seconds; NaN where a rate has no job to count.
-    """
-    short = hold < cutoff
-    hidden = short & (wall > LONG_REQUEST)
-
-    def share(mask: np.ndarray) -> float:
-        return float(flag[mask].mean()) if mask.any() else np.nan
-
-    return share(short), share(~short), share(hidden)
 
 
 def keys(flag: np.ndarray, wall: np.ndarray, cutoff: int) -> np.ndarray:

@@ -153,7 +153,7 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
     folders = sorted(p for p in (root / RESULTS / ACCURACY).iterdir() if p.is_dir())
     acc = pd.concat([pd.read_csv(f / "accuracy.csv").assign(trace=f.name) for f in folders], ignore_index=True)
     sched = pd.concat([pd.read_csv(f / "scheduling.csv").assign(trace=f.name) for f in folders], ignore_index=True)
-    acc = acc[["trace", "predictor", "mae_log", "under", "within_2x", "spearman"]]
+    acc = acc[["trace", "predictor", "mae_log", "under", "within_2x", "spearman", "short_found", "long_called_short"]]
     sched = sched[["trace", "scheduler", "predictor", "window", "windows", "headroom_windows", "whole",
                    "headroom_whole"]]
     percent = {c: (lambda v: "-" if pd.isna(v) else f"{v:.0%}") for c in ("headroom_windows", "headroom_whole")}

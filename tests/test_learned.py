@@ -308,6 +308,13 @@ def test_learn_and_accuracy_command_lines(tmp_path, monkeypatch, capsys):
     test = traces.split(traces.load("mustang-2012-12"), "test")
     est = fitting.predictions(test, machines.get(test.attrs["machine"]).nodes)
     assert acc.loc[0, "spearman"] == pytest.approx(spearmanr(est["walltime"], est["hold"])[0], rel=1e-12)
+    # a walltime never calls short a job that asks for an hour, nor one that runs 10 minutes (it runs at most that)
+    assert acc.loc[0, "short_found"] == 0 and acc.loc[0, "long_called_short"] == 0
+    est = fitting.predictions(test, machines.get(test.attrs["machine"]).nodes,
+                              predict.get("learned:mustang-2012-12").model)  # the fit above, in ./predictors
+    hidden = (est["hold"] < 600) & (est["walltime"] > 3600)
+    assert hidden.any() and acc.loc[3, "short_found"] == pytest.approx((est.loc[hidden, "learned"] < 600).mean(),
+                                                                       rel=1e-12)
     sched = pd.read_csv(tmp_path / "acc" / "scheduling.csv")
     assert sched["scheduler"].iat[0] == "saf@walltime" and sched["headroom_windows"].iat[0] == 0
     assert sched["headroom_windows"].iat[-1] == pytest.approx(1.0)
@@ -420,7 +427,8 @@ def test_the_short_jobs_benchmarks_rates_and_keys_by_hand():
     """Runtimes 10, 700, 30 and 5,000 s with the 10-minute cutoff: jobs 0 and 2 are short, and job 2 (asking for 2 h)
     is the one the walltimes put late. Flagging jobs 0 and 1: recall 1/2, false positives 1/2 (job 1 of jobs 1 and 3),
     recall among the short jobs asking for more than an hour 0 (job 2 is not flagged)."""
-    from benchmarks.short_jobs import keys, random_flags, rates
+    from baselines.accuracy import short_job_rates as rates
+    from benchmarks.short_jobs import keys, random_flags
 
     hold = np.array([10, 700, 30, 5000])
     wall = np.array([100, 7200, 7200, 7200])
