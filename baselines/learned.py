@@ -71,13 +71,16 @@ def training_rows(jobs: pd.DataFrame, nodes: int, window: int = WINDOW) -> tuple
     for part in [jobs, *(jobs.iloc[s:s + window] for s in range(0, len(jobs), window))]:
         if len(part) == 0:
             continue
-        xs.append(_replayed(part, nodes))
+        xs.append(arrival_features(part, nodes))
         ys.append(np.log(np.maximum(hold_times(part), 1).astype(np.float64)))
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def _replayed(jobs: pd.DataFrame, nodes: int) -> np.ndarray:
-    """The features of ``jobs`` at their arrivals in their FCFS+EASY schedule on the walltimes."""
+def arrival_features(jobs: pd.DataFrame, nodes: int) -> np.ndarray:
+    """The features of ``jobs`` at their arrivals in their FCFS+EASY schedule on the walltimes.
+
+    The history the training rows and the accuracy report read.
+    """
     return _features_under(jobs, start_times(jobs, nodes, "fcfs", "easy"))
 
 
@@ -317,6 +320,6 @@ def ensure_quietly(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = 
         return None
 
 
-__all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "ensure", "ensure_quietly",
-           "export", "fit", "fit_model", "local_path", "out_of_fold", "predictions", "regressor", "save",
-           "training_rows"]
+__all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "arrival_features", "ensure",
+           "ensure_quietly", "export", "fit", "fit_model", "local_path", "out_of_fold", "predictions", "regressor",
+           "save", "training_rows"]

@@ -101,10 +101,13 @@ def _offset(x: np.ndarray) -> np.ndarray:
     return np.log(np.where(np.isnan(m5), x[:, features.FEATURES.index("walltime")], np.maximum(m5, 1)))
 
 
-def fit_variants(fitted: pd.DataFrame, nodes: int, loss: str, seed: int = 0
+def fit_variants(fitted: pd.DataFrame, nodes: int, loss: str, rows: tuple[np.ndarray, np.ndarray], seed: int = 0
                  ) -> dict[str, Callable[[np.ndarray, pd.DataFrame], np.ndarray]]:
-    """Each of :data:`VARIANTS` fitted on ``fitted``: a function of (features, jobs) to log-second estimates."""
-    x, y = learned.training_rows(fitted, nodes)
+    """Each of :data:`VARIANTS` fitted on ``fitted``: a function of (features, jobs) to log-second estimates.
+
+    ``rows`` are ``fitted``'s training rows (:func:`baselines.learned.training_rows`).
+    """
+    x, y = rows
     keep = np.random.default_rng(seed).permutation(len(y))[:2 * learned.MAX_ROWS]
     start = int(fitted.attrs.get("unix_start_time") or 0)
     names = tuple(c for c in LOG_COLUMNS if c in fitted and fitted[c].nunique() > 1)
@@ -137,7 +140,7 @@ def scores(windows: list[pd.DataFrame], machine: machines.Machine, packed: np.nd
         keys = {name: est[name].to_numpy(np.float64) for name in ORDERS[:4]}
         keys[ORDERS[4]] = corrected(w, machine.nodes, est["learned"].to_numpy())
         if variants:
-            x = learned._features_under(w, start_times(w, machine.nodes, "fcfs", "easy"))
+            x = learned.arrival_features(w, machine.nodes)
             wall = w["walltime"].to_numpy(np.float64)
             for name, estimate in variants.items():
                 keys[name] = np.clip(np.ceil(np.exp(estimate(x, w))), 1, wall)
@@ -158,7 +161,7 @@ def table(trace: str, windows: int, length: int, dev: float, variants: bool = Tr
         x, y = learned.training_rows(fitted, machine.nodes)
         packed = learned.fit_model(x, y, loss, 0, 2 * learned.MAX_ROWS)
         starts = traces.window_starts(len(scored), length, windows, seed)
-        fits = fit_variants(fitted, machine.nodes, loss) if variants else None
+        fits = fit_variants(fitted, machine.nodes, loss, (x, y)) if variants else None
         got = scores([traces.window(scored, length, start=s) for s in starts], machine, packed, fits)
         for name, values in got.items():
             ratio, low, high = metrics.paired_ratio_ci(values, got["median5"])

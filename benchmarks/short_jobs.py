@@ -35,7 +35,7 @@ from baselines import learned
 from baselines.accuracy import LONG_REQUEST, SHORT, ordered_by
 from baselines.accuracy import short_job_rates as rates
 from hpcgym import machines, traces
-from hpcgym.sim import simulate, start_times
+from hpcgym.sim import simulate
 
 CUTOFFS = (60, SHORT, LONG_REQUEST)
 #: The cutoff the classifier learns (seconds).
@@ -84,7 +84,7 @@ def table(trace: str, windows: int, length: int) -> pd.DataFrame:
         ends.append([float(simulate(w, machine, ordered_by(k), "easy")["bsld"].mean()) for k in (wall, hold)])
         for cutoff in CUTOFFS:
             add(("exact", cutoff, np.nan), hold < cutoff, w, hold, wall, cutoff)
-        x = learned._features_under(w, start_times(w, machine.nodes, "fcfs", "easy"))
+        x = learned.arrival_features(w, machine.nodes)
         p = model.predict_proba(x)[:, 1]
         for threshold in THRESHOLDS:
             flag = p > threshold
