@@ -65,12 +65,15 @@ class FitInfo:
     description: str = ""
 
 
+def training_parts(jobs: pd.DataFrame, window: int = WINDOW) -> list[pd.DataFrame]:
+    """The parts the training rows are taken from: ``jobs`` as one stream, then its windows of ``window`` jobs."""
+    return [p for p in [jobs, *(jobs.iloc[s:s + window] for s in range(0, len(jobs), window))] if len(p)]
+
+
 def training_rows(jobs: pd.DataFrame, nodes: int, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
     """(features, log hold) of every job of ``jobs``, as one stream and in windows of ``window`` jobs."""
     xs, ys = [], []
-    for part in [jobs, *(jobs.iloc[s:s + window] for s in range(0, len(jobs), window))]:
-        if len(part) == 0:
-            continue
+    for part in training_parts(jobs, window):
         xs.append(arrival_features(part, nodes))
         ys.append(np.log(np.maximum(hold_times(part), 1).astype(np.float64)))
     return np.concatenate(xs), np.concatenate(ys)
@@ -322,4 +325,4 @@ def ensure_quietly(trace: str, jobs: pd.DataFrame, nodes: int, progress: bool = 
 
 __all__ = ["BOOSTING", "LOSSES", "MAX_ROWS", "WINDOW", "FitInfo", "about", "accuracy", "arrival_features", "ensure",
            "ensure_quietly", "export", "fit", "fit_model", "local_path", "out_of_fold", "predictions", "regressor",
-           "save", "training_rows"]
+           "save", "training_parts", "training_rows"]

@@ -85,12 +85,6 @@ def submit_columns(jobs: pd.DataFrame, start: int, names: tuple[str, ...]) -> np
     return np.column_stack([*cols, *(jobs[c].to_numpy(np.float64) for c in names)]).astype(np.float64)
 
 
-def _rows(jobs: pd.DataFrame, nodes: int, what: Callable[[pd.DataFrame], np.ndarray]) -> np.ndarray:
-    """``what`` of the parts :func:`baselines.learned.training_rows` takes (the whole stream, then its windows)."""
-    w = learned.WINDOW
-    return np.concatenate([what(p) for p in [jobs, *(jobs.iloc[s:s + w] for s in range(0, len(jobs), w))]])
-
-
 def _fcfs_wait(part: pd.DataFrame, nodes: int) -> np.ndarray:
     return (start_times(part, nodes, "fcfs", "easy") - part["submit"].to_numpy(np.int64)).astype(np.float64)
 
@@ -111,8 +105,9 @@ def fit_variants(fitted: pd.DataFrame, nodes: int, loss: str, rows: tuple[np.nda
     keep = np.random.default_rng(seed).permutation(len(y))[:2 * learned.MAX_ROWS]
     start = int(fitted.attrs.get("unix_start_time") or 0)
     names = tuple(c for c in LOG_COLUMNS if c in fitted and fitted[c].nunique() > 1)
-    wait = _rows(fitted, nodes, lambda p: _fcfs_wait(p, nodes))
-    extra = _rows(fitted, nodes, lambda p: submit_columns(p, start, names))
+    parts = learned.training_parts(fitted)  # row for row as ``rows``
+    wait = np.concatenate([_fcfs_wait(p, nodes) for p in parts])
+    extra = np.concatenate([submit_columns(p, start, names) for p in parts])
 
     def fit(model, xs, target, weight=None):
         with threadpool_limits(1, "openmp"):

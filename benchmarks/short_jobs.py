@@ -35,7 +35,7 @@ from baselines import learned
 from baselines.accuracy import LONG_REQUEST, SHORT, ordered_by
 from baselines.accuracy import short_job_rates as rates
 from hpcgym import machines, traces
-from hpcgym.sim import simulate
+from hpcgym.sim import hold_times, simulate
 
 CUTOFFS = (60, SHORT, LONG_REQUEST)
 #: The cutoff the classifier learns (seconds).
@@ -80,7 +80,7 @@ def table(trace: str, windows: int, length: int) -> pd.DataFrame:
     ends = []
     for i, s in enumerate(traces.window_starts(len(test), length, windows, 0)):
         w = traces.window(test, length, start=s)
-        hold, wall = learned.predictions(w, machine.nodes)[["hold", "walltime"]].to_numpy(np.float64).T
+        hold, wall = hold_times(w).astype(np.float64), w["walltime"].to_numpy(np.float64)
         ends.append([float(simulate(w, machine, ordered_by(k), "easy")["bsld"].mean()) for k in (wall, hold)])
         for cutoff in CUTOFFS:
             add(("exact", cutoff, np.nan), hold < cutoff, w, hold, wall, cutoff)

@@ -155,7 +155,6 @@ def test_compare_table(tmp_path):
     assert "synthetic:arrivals" in out
 
 
-@pytest.mark.slow
 def test_notebook_executes_on_saved_results(tmp_path):
     import nbformat
     from nbclient import NotebookClient
