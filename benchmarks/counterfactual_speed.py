@@ -45,7 +45,7 @@ def ppo_rate(kwargs: dict, reward: str, timesteps: int, ranks: str) -> float:
 
     from agents.policies import ScorerPolicy
     from agents.vec import HpcgymVecEnv
-    from experiments.train import rank_columns
+    from experiments.recipe import rank_columns
     from hpcgym.vector import SchedulingVectorEnv
 
     venv = VecMonitor(HpcgymVecEnv(SchedulingVectorEnv(16, reward=reward, **kwargs)))

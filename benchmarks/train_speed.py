@@ -47,7 +47,7 @@ def main() -> None:
     import hpcgym
     from agents.policies import ScorerPolicy
     from agents.vec import HpcgymVecEnv
-    from experiments.train import rank_columns
+    from experiments.recipe import rank_columns
 
     torch.set_num_threads(1)
     kw = {"backfill": "easy", "compare_with": ("fcfs",)}

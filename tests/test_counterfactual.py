@@ -169,3 +169,20 @@ def test_without_a_critic_gae_lambda_0_makes_each_decision_its_own_credit():
     twin = MaskablePPO(ScorerPolicy, env, policy_kwargs={"value": True}, gamma=1.0, gae_lambda=0.0, n_steps=128,
                        seed=0)
     assert not isinstance(twin.policy.value_net, NoValue)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, args, expect", [
+    ("counterfactual_speed.py", ["--trace", "sdsc-sp2", "--timesteps", "256"], "PPO, counterfactual reward"),
+    ("train_speed.py", ["--timesteps", "256"], "now, plain scorer"),
+])
+def test_the_training_speed_benchmarks_run(script, args, expect):
+    """Both import the recipe's helpers; a move of one broke them once without any test noticing."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert expect in done.stdout
