@@ -24,13 +24,15 @@ PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/re
          "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
          "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md",
          "predictions-ordering": "docs/predictions.md", "predictions-order-dev": "docs/predictions.md",
-         "predictions-short-jobs": "docs/predictions.md"}
+         "predictions-short-jobs": "docs/predictions.md", "predictions-reestimate": "docs/predictions.md"}
 #: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
 ACCURACY = "accuracy"
 #: ``results/predictor_order/order.csv``: what ``python benchmarks/predictor_order.py --out`` writes
 ORDER_DEV = "predictor_order/order.csv"
 #: ``results/short_jobs/short_jobs.csv``: what ``python benchmarks/short_jobs.py --out`` writes
 SHORT_JOBS = "short_jobs/short_jobs.csv"
+#: ``results/reestimate/reestimate.csv``: what ``python benchmarks/reestimate.py --out`` writes
+REESTIMATE = "reestimate/reestimate.csv"
 #: ``results/streams/<file>``: the whole test split scheduled as one stream, beside the per-window ``<file>``
 STREAMS = "streams"
 STREAM_COLUMNS = ["scheduler", "kind", "backfill", "jobs", "bsld", "vs_reference", "vs_reference_low",
@@ -170,7 +172,8 @@ def predictions_tables(root: Path = ROOT) -> dict[str, str]:
                 dev[["trace", "part", "order", "bsld", "vs median5 (95% CI)", "windows_for_5pct"]].rename(
                     columns={"windows_for_5pct": "windows for a ±5% CI"}),
                 {"windows for a ±5% CI": lambda v: "-" if pd.isna(v) else f"{v:,.0f}"}, digits=2),
-            "predictions-short-jobs": short_jobs_table(pd.read_csv(root / RESULTS / SHORT_JOBS))}
+            "predictions-short-jobs": short_jobs_table(pd.read_csv(root / RESULTS / SHORT_JOBS)),
+            "predictions-reestimate": reestimate_table(pd.read_csv(root / RESULTS / REESTIMATE))}
 
 
 def short_jobs_table(rows: pd.DataFrame) -> str:
@@ -182,6 +185,26 @@ def short_jobs_table(rows: pd.DataFrame) -> str:
     formats["threshold"] = lambda v: "-" if pd.isna(v) else f"{v:g}"
     formats["cutoff"] = lambda v: f"{int(v):,} s"
     return tables.markdown(rows, formats, digits=2)
+
+
+def reestimate_table(rows: pd.DataFrame) -> str:
+    """``benchmarks/reestimate.py``'s rows as Markdown: one row per trace, part and predictor, a column per mode."""
+    rows = rows[rows["predictor"].isin(["last2", "median5", "learned"])]
+    out = []
+    for (trace, part, predictor), g in rows.groupby(["trace", "part", "predictor"], sort=False):
+        by = g.set_index("reestimate")
+        row = {"trace": trace, "part": part, "predictor": predictor,
+               "at arrival": _bsld_and_share(by.loc["none"])}
+        for mode, name in (("user", "again at the user's ends"), ("walltime", "same walltime only")):
+            r = by.loc[mode]
+            row[name] = f"{_bsld_and_share(r)}; {tables.ratio_text(r['vs_none'], r['low'], r['high'])}"
+        out.append(row)
+    return tables.markdown(pd.DataFrame(out), digits=2)
+
+
+def _bsld_and_share(row: pd.Series) -> str:
+    share = "" if pd.isna(row["headroom"]) else f" ({row['headroom']:.0%})"
+    return f"{row['bsld']:.2f}{share}"
 
 
 def build(root: Path = ROOT) -> dict[str, str]:

@@ -456,3 +456,51 @@ def test_the_short_jobs_benchmark_runs_on_a_small_trace(tmp_path):
     assert list(rows["flags"]) == ["exact"] * 3 + ["learned", "random"] * 3
     told = rows[rows["flags"] == "exact"]
     assert (told["recall"] == 1).all() and (told["false_positive_rate"] == 0).all()
+
+
+def test_reestimation_by_hand():
+    """Three nodes. Job 0 (user 9, 2 nodes, 100 s) and job 1 (user 1, 1 node, runs 5 s of 1,000) start at 0; job 2
+    (user 2, runs 50 s of 500) arrives at 1 and job 3 (user 1, runs 5 s of 1,000) at 2, and both wait. ``median5``
+    estimates them at arrival from nothing: 500 and 1,000, so when job 1 frees its node at 5, SAF (estimate x nodes)
+    starts job 2 (5-55) and job 3 waits until 55. Re-estimated when job 1 ends, job 3's estimate is the median of
+    its user's one finished runtime, 5 s: SAF starts it at 5 (5-10), then job 2 at 10. Re-estimating only the jobs
+    with job 1's walltime does the same (job 3 asks for 1,000 s, as job 1 did); a job 3 asking for 999 s is left
+    alone."""
+    from benchmarks.reestimate import start_times as reestimated
+
+    df = table([(0, 100, 100, 2, 9), (0, 5, 1000, 1, 1), (1, 50, 500, 1, 2), (2, 5, 1000, 1, 1)])
+    assert reestimated(df, 3, "median5", "none").tolist() == [0, 0, 5, 55]
+    assert reestimated(df, 3, "median5", "user").tolist() == [0, 0, 10, 5]
+    assert reestimated(df, 3, "median5", "walltime").tolist() == [0, 0, 10, 5]
+    other = table([(0, 100, 100, 2, 9), (0, 5, 1000, 1, 1), (1, 50, 500, 1, 2), (2, 5, 999, 1, 1)])
+    assert reestimated(other, 3, "median5", "walltime").tolist() == [0, 0, 5, 55]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        reestimated(df, 3, "median5", "everyone")
+
+
+@pytest.mark.parametrize("predictor", ["median5", "learned"])
+def test_reestimation_none_is_the_engine_on_a_real_window(predictor):
+    """Without re-estimation the benchmark's schedule is the engine's SAF+EASY on the same predictor."""
+    from benchmarks.reestimate import model_of
+    from benchmarks.reestimate import start_times as reestimated
+
+    w = traces.window(traces.split(traces.load("sdsc-sp2"), "test"), 300, start=1000)
+    pred = predict.get("learned:sdsc-sp2") if predictor == "learned" else predictor
+    ours = reestimated(w, 128, predictor, "none", model_of(pred.model) if predictor == "learned" else None)
+    np.testing.assert_array_equal(ours, start_times(w, 128, "saf", "easy", predictor=pred))
+
+
+def test_the_reestimation_benchmark_runs_on_a_small_trace(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "reestimate.csv"
+    done = subprocess.run([sys.executable, "benchmarks/reestimate.py", "--trace", "mustang-2012-12", "--windows", "2",
+                           "--window", "64", "--out", str(out)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = pd.read_csv(out)
+    assert len(rows) == 2 * 11 and set(rows["part"]) == {"dev", "test"}
+    assert rows.loc[rows["reestimate"] == "none", "vs_none"].isna().all()
+    assert rows.loc[rows["reestimate"] != "none", "vs_none"].notna().all()
