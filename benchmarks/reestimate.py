@@ -1,6 +1,6 @@
 """What re-estimating waiting jobs when their user's jobs end would be worth, on a development split and the test split.
 
-Usage: ``python benchmarks/reestimate.py [--trace theta sdsc-sp2 hpc2n] [--windows 20] [--window 1024] [--dev 0.4]
+Usage: ``python benchmarks/reestimate.py [--trace theta sdsc-sp2 hpc2n mira] [--windows 20] [--window 1024] [--dev 0.4]
 [--out CSV]``.
 
 Every predictor in hpcgym fixes a job's estimate when the job arrives (``docs/simulation.md``). A job that waits
@@ -146,7 +146,7 @@ def table(trace: str, windows: int, length: int, dev: float) -> pd.DataFrame:
 def main() -> None:
     """Run the benchmark."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", nargs="+", default=["theta", "sdsc-sp2", "hpc2n"])
+    ap.add_argument("--trace", nargs="+", default=["theta", "sdsc-sp2", "hpc2n", "mira"])
     ap.add_argument("--windows", type=int, default=20)
     ap.add_argument("--window", type=int, default=1024)
     ap.add_argument("--dev", type=float, default=0.4, help="the share of the train split held out as dev")

@@ -391,19 +391,22 @@ def test_the_order_benchmarks_per_user_correction_by_hand():
     # job 4: ratios 2, 1/2, 3 (median 2), 16 capped by its walltime 15
     np.testing.assert_array_equal(got, [50, 40, 30, 10, 15])
 
-
-def test_the_order_benchmark_runs_on_a_small_trace(tmp_path):
+def small_benchmark_rows(script, tmp_path):
+    """Run ``benchmarks/<script>`` on two 64-job windows of a small trace with user ids; its CSV rows."""
     import subprocess
     import sys
     from pathlib import Path
 
-    out = tmp_path / "order.csv"
-    repo = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "benchmarks/predictor_order.py", "--trace", "mustang-2012-12", "--windows",
-                           "2", "--window", "64", "--out", str(out)], capture_output=True, text=True, cwd=repo,
-                          timeout=300)
+    out = tmp_path / "rows.csv"
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", "--trace", "mustang-2012-12", "--windows", "2",
+                           "--window", "64", "--out", str(out)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = pd.read_csv(out)
+    return pd.read_csv(out)
+
+
+def test_the_order_benchmark_runs_on_a_small_trace(tmp_path):
+    rows = small_benchmark_rows("predictor_order.py", tmp_path)
     assert len(rows) == 2 * 9 and set(rows["part"]) == {"dev", "test"}
     assert (rows.loc[rows["order"] == "median5", "vs_median5"] == 1).all()
     assert rows.loc[rows["order"] == "median5", "windows_for_5pct"].isna().all()
@@ -443,16 +446,7 @@ def test_the_short_jobs_benchmarks_rates_and_keys_by_hand():
 
 
 def test_the_short_jobs_benchmark_runs_on_a_small_trace(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    out = tmp_path / "short.csv"
-    done = subprocess.run([sys.executable, "benchmarks/short_jobs.py", "--trace", "mustang-2012-12", "--windows", "2",
-                           "--window", "64", "--out", str(out)], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = pd.read_csv(out)
+    rows = small_benchmark_rows("short_jobs.py", tmp_path)
     assert list(rows["flags"]) == ["exact"] * 3 + ["learned", "random"] * 3
     told = rows[rows["flags"] == "exact"]
     assert (told["recall"] == 1).all() and (told["false_positive_rate"] == 0).all()
@@ -491,16 +485,7 @@ def test_reestimation_none_is_the_engine_on_a_real_window(predictor):
 
 
 def test_the_reestimation_benchmark_runs_on_a_small_trace(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    out = tmp_path / "reestimate.csv"
-    done = subprocess.run([sys.executable, "benchmarks/reestimate.py", "--trace", "mustang-2012-12", "--windows", "2",
-                           "--window", "64", "--out", str(out)], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = pd.read_csv(out)
+    rows = small_benchmark_rows("reestimate.py", tmp_path)
     assert len(rows) == 2 * 11 and set(rows["part"]) == {"dev", "test"}
     assert rows.loc[rows["reestimate"] == "none", "vs_none"].isna().all()
     assert rows.loc[rows["reestimate"] != "none", "vs_none"].notna().all()
