@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from baselines import learned
-from hpcgym import cli, machines, traces
+from hpcgym import cli, machines, metrics, traces
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,7 +56,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     scores = ", ".join(f"{loss} {v:.2f}" for loss, v in info.validation.items())
     print(f"{name}: loss {info.loss} ({scores}: SAF+EASY mean bsld, cross-validated), {info.rows:,} rows, "
           f"{len(packed):,} tree rows, {info.seconds:.1f} s -> {out}")
+    if info.versus_chosen:
+        print(choice_text(info.loss, info.versus_chosen))
     return 0
+
+
+def choice_text(chosen: str, versus: dict[str, tuple[float, float, float]]) -> str:
+    """Each other loss's paired ratio to the chosen one, and whether the validation windows resolve the choice.
+
+    >>> choice_text("a", {"b": (1.2, 1.1, 1.3), "c": (1.05, 0.9, 1.2)})
+    'against a on the same windows: b 1.200 (1.100-1.300) worse, c 1.050 (0.900-1.200); they do not tell a from c'
+    >>> choice_text("a", {"b": (1.2, 1.1, 1.3)})
+    'against a on the same windows: b 1.200 (1.100-1.300) worse; every other loss is worse'
+    """
+    ratios = ", ".join(f"{loss} {metrics.ratio_text(*r)}" for loss, r in versus.items())
+    ties = [loss for loss, (_, low, _) in versus.items() if low <= 1]
+    verdict = f"they do not tell {chosen} from {', '.join(ties)}" if ties else "every other loss is worse"
+    return f"against {chosen} on the same windows: {ratios}; {verdict}"
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ class FitInfo:
     rows: int  #: training rows (jobs, counted twice: whole stream and windows)
     jobs: int  #: jobs of the train split
     validation: dict[str, float] = field(default_factory=dict)  #: loss -> SAF+EASY mean bsld on validation windows
+    #: loss -> (ratio, low, high): its paired ratio to the chosen loss on the validation windows, with a 95% CI
+    versus_chosen: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     features: tuple[str, ...] = learned.FEATURES
     seconds: float = 0.0
     sklearn: str = ""
@@ -189,16 +191,19 @@ def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, folds: 
     x, y = training_rows(train, nodes)
     job = np.concatenate([np.arange(len(train)), np.arange(len(train))])  # the job of each row (two passes)
     scores: dict[str, float] = {}
+    per_loss: dict[str, list[float]] = {}
+    blocks: list[int] = []  # each validation window's block of consecutive jobs, for the paired CIs
     steps = (folds * len(losses) if len(losses) > 1 else 0) + 1
     with tqdm(total=steps, desc="fitting runtime model", disable=not progress) as bar:
         if len(losses) > 1:
-            per_loss: dict[str, list[float]] = {loss: [] for loss in losses}
+            per_loss = {loss: [] for loss in losses}
             edges = np.linspace(0, len(train), folds + 1).astype(int)
             for b in range(folds):
                 block = train.iloc[edges[b]:edges[b + 1]]
                 length = min(WINDOW, len(block))
                 starts = traces.window_starts(len(block), length, max(1, windows // folds), seed + b)
                 val = [traces.window(block, length, start=s) for s in starts]
+                blocks += metrics.window_blocks(np.asarray(starts) + edges[b], length).tolist()
                 keep = (job < edges[b]) | (job >= edges[b + 1])
                 for loss in losses:
                     bar.set_postfix_str(f"block {b + 1}/{folds}, {loss}")
@@ -207,13 +212,16 @@ def fit(train: pd.DataFrame, nodes: int, losses: Sequence[str] = LOSSES, folds: 
                     bar.update()
             scores = {loss: float(np.mean(v)) for loss, v in per_loss.items()}
         best = min(scores, key=scores.get) if scores else losses[0]
+        versus = {loss: metrics.paired_ratio_ci(v, per_loss[best], blocks) for loss, v in per_loss.items()
+                  if loss != best}
         bar.set_postfix_str(f"{best} on the whole train split")
         packed = fit_model(x, y, best, seed, 2 * MAX_ROWS)
         bar.update()
     import sklearn
 
     info = FitInfo(trace=str(train.attrs.get("name", "")), loss=best, rows=len(y), jobs=len(train),
-                   validation=scores, seconds=round(time.perf_counter() - began, 1), sklearn=sklearn.__version__,
+                   validation=scores, versus_chosen=versus, seconds=round(time.perf_counter() - began, 1),
+                   sklearn=sklearn.__version__,
                    description=f"gradient-boosted log runtime ({best}) on the job and its user's history")
     return packed, info
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from experiments.results import CLAIRVOYANT, HEURISTIC, Windows
 from hpcgym import metrics
+from hpcgym.metrics import ratio_text  # noqa: F401 - the tables' name for it
 
 __all__ = ["CLAIRVOYANT", "HEURISTIC", "cell", "markdown", "paired", "paired_by_jobs", "ratio_text",
            "strongest_reference"]
@@ -103,9 +104,3 @@ def _job_terms(per_job: pd.DataFrame, per_window: pd.DataFrame, block: int) -> p
                          "block": row // block, "term": jobs["bsld"].to_numpy() / size})
 
 
-def ratio_text(ratio: float, low: float, high: float) -> str:
-    """A paired ratio with its CI, and what it shows: ``0.987 (0.962-1.011)``, ``... better`` or ``... worse``."""
-    if math.isnan(ratio):
-        return "-"
-    verdict = " better" if high < 1 else " worse" if low > 1 else ""
-    return f"{ratio:.3f} ({low:.3f}-{high:.3f}){verdict}"

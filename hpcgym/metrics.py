@@ -10,6 +10,7 @@ A record table has one row per job: ``job_id, submit, start, end, wait, run, wal
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -116,3 +117,15 @@ def paired_ratio_ci(values: Sequence[float] | np.ndarray, reference: Sequence[fl
     ratios = block_bootstrap_ratios(v, r, b, n_boot, seed)
     alpha = (1.0 - confidence) / 2.0
     return float(v.sum() / r.sum()), float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1.0 - alpha))
+
+
+def ratio_text(ratio: float, low: float, high: float) -> str:
+    """A paired ratio with its CI, and what it shows (lower is better, as for bsld).
+
+    >>> ratio_text(0.987, 0.962, 1.011), ratio_text(0.9, 0.8, 0.95), ratio_text(float("nan"), 0, 0)
+    ('0.987 (0.962-1.011)', '0.900 (0.800-0.950) better', '-')
+    """
+    if math.isnan(ratio):
+        return "-"
+    verdict = " better" if high < 1 else " worse" if low > 1 else ""
+    return f"{ratio:.3f} ({low:.3f}-{high:.3f}){verdict}"

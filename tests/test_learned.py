@@ -221,6 +221,11 @@ def test_a_fit_saves_loads_and_resolves_by_name(tmp_path, monkeypatch):
                                 progress=False)
     assert set(info.validation) == {"quantile:0.35", "quantile:0.65"}
     assert info.loss == min(info.validation, key=info.validation.get)
+    # the other loss against the chosen one: the ratio of their means on the same windows, its CI around it
+    (other,) = set(info.validation) - {info.loss}
+    ratio, low, high = info.versus_chosen[other]
+    assert list(info.versus_chosen) == [other] and low <= ratio <= high
+    assert ratio == pytest.approx(info.validation[other] / info.validation[info.loss])
     monkeypatch.chdir(tmp_path)
     path = fitting.save(packed, info, fitting.local_path("lublin-256"))
     assert path == tmp_path.joinpath("predictors", "lublin-256.npz").relative_to(tmp_path)
