@@ -100,6 +100,10 @@ def skill(df: pd.DataFrame, width: int, model, cut: int, window: int = 256) -> d
     test = (df["start"] >= cut).to_numpy()
     train = df[(df["start"] + window <= cut).to_numpy() & (df["rank"] > 0).to_numpy()]
     held = df[test].copy()
+    if train.empty or held.empty:
+        raise ValueError(f"of {df['episode'].nunique()} collected windows, {train['episode'].nunique()} end before "
+                         f"row {cut:,} (fitted on) and {held['episode'].nunique()} start from it (held out); both "
+                         "need some: collect more decisions (--decisions)")
     model.fit(features(train, width), train["advantage"])
     held["pred"] = np.where(held["rank"] > 0, model.predict(features(held, width)), 0.0)
     others = held[held["rank"] > 0]

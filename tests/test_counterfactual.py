@@ -186,3 +186,46 @@ def test_the_training_speed_benchmarks_run(script, args, expect):
                           cwd=Path(__file__).resolve().parents[1], timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert expect in done.stdout
+
+
+class _FirstColumn:
+    """A stand-in regressor whose prediction is the first job column (``job0``), so the picks are set by hand."""
+
+    def fit(self, x, y):
+        return self
+
+    def predict(self, x):
+        return np.asarray(x)[:, 1]  # column 0 is the rank
+
+
+def _skill_rows(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["episode", "decision", "start", "rank", "advantage", "job0", "machine0"])
+
+
+def test_the_skill_benchmarks_held_out_figures_by_hand():
+    """Window 0 (start 0) is fitted on; window 1 (start 100, the cut) holds decisions 1 and 2. The stand-in model
+    predicts ``job0``. Decision 1: candidate 2 has the highest prediction (0.4 > 0.3) and advantage -0.1, and
+    deviates (0.4 > 0). Decision 2: candidate 1 (-0.2 > -0.5), advantage 0.05, does not deviate (-0.2 <= 0).
+    So one pick in two is positive and one negative; the picks' mean (-0.1 + 0.05) / 2 = -0.025; the gated mean
+    (-0.1 + 0) / 2 = -0.05, deviating once in two; the oracle (0.2 + 0.05) / 2 = 0.125."""
+    from benchmarks.counterfactual_skill import skill
+
+    df = _skill_rows([(0, 0, 0, 0, 0.0, 0.0, 0.0), (0, 0, 0, 1, 0.1, 0.1, 0.0),
+                      (1, 1, 100, 0, 0.0, 5.0, 0.0), (1, 1, 100, 1, 0.2, 0.3, 0.0), (1, 1, 100, 2, -0.1, 0.4, 0.0),
+                      (1, 2, 100, 0, 0.0, 0.0, 0.0), (1, 2, 100, 1, 0.05, -0.2, 0.0), (1, 2, 100, 2, 0.0, -0.5, 0.0)])
+    got = skill(df, 1, _FirstColumn(), cut=100, window=10)
+    assert got["pick_positive"] == 0.5 and got["pick_negative"] == 0.5 and got["gated_share"] == 0.5
+    assert got["pick_mean"] == pytest.approx(-0.025) and got["gated_mean"] == pytest.approx(-0.05)
+    assert got["oracle_mean"] == pytest.approx(0.125) and got["nonzero"] == 1.0 and got["held_out_decisions"] == 2
+
+
+def test_the_skill_benchmark_says_when_too_few_windows_were_collected():
+    """Every window starts before the cut: nothing is held out, and the error says what to do."""
+    from benchmarks.counterfactual_skill import skill
+
+    df = _skill_rows([(0, 0, 0, 0, 0.0, 0.0, 0.0), (0, 0, 0, 1, 0.1, 0.1, 0.0)])
+    expected = r"of 1 collected windows, 1 end before row 100 \(fitted on\) and 0 start from it .*--decisions"
+    with pytest.raises(ValueError, match=expected):
+        skill(df, 1, _FirstColumn(), cut=100, window=10)
