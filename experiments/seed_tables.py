@@ -143,9 +143,11 @@ def describe_agreement(agree: pd.DataFrame) -> str:
 
     if agree.empty:
         return "Validation against test: no learning curves (no validation windows)."
-    moved, better, _ = rl_counts(agree)
-    # A seed whose kept network is its start scores the same on test, so only moved seeds can have gained there.
-    scored = agree[agree["val_kept"] < agree["val_start"]].dropna(subset=["test_start"])
+    moved, _, _ = rl_counts(agree)
+    # Only the seeds that moved on validation are counted on test (a kept start scores the same there), and the
+    # "better" count and its total come from the same rows: a seed without a validation score is in neither.
+    scored = agree[agree["val_kept"] < agree["val_start"]].dropna(subset=["test_start", "test_kept"])
+    better = int((scored["test_kept"] < scored["test_start"]).sum())
     both = agree.dropna(subset=["test_kept"])
     rho = spearmanr(both["val_kept"], both["test_kept"])[0] if len(both) >= 3 else np.nan
     return (f"Validation against test: the network kept beat RL's start on validation on {moved} of "

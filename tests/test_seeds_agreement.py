@@ -67,3 +67,13 @@ def test_a_start_kept_to_the_end_is_the_agent(tmp_path):
     run = _run(tmp_path, 3, [(0, 9.5, "prior"), (20, 9.7, "ppo")], {"agent": 17.0, "cloned": 30.0})
     agree = seeds.agreement([run], seeds.load([run]))
     assert agree["test_start"].tolist() == pytest.approx([17.0])  # RL found nothing better: the prior is the agent
+
+
+def test_the_agreement_line_counts_test_gains_among_the_seeds_it_names():
+    """Seed 0 moved on validation (8 < 9) and gained on test (19 < 20). Seed 1 has no validation score, though its
+    network is better on test (18 < 20): it is not among the moved seeds, so it is not counted as a test gain
+    either ("1 of the 1", never "2 of the 1")."""
+    agree = pd.DataFrame({"seed": [0, 1], "start": ["cloned", "cloned"], "val_start": [9.0, np.nan],
+                          "val_kept": [8.0, 8.0], "test_start": [20.0, 20.0], "test_kept": [19.0, 18.0]})
+    line = seeds.describe_agreement(agree)
+    assert "on validation on 1 of 2 seeds, and on test on 1 of the 1 of them" in line
