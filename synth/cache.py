@@ -13,7 +13,6 @@ damaged save, or another code revision) is fitted again, with a warning.
 
 from __future__ import annotations
 
-import os
 import shutil
 import warnings
 from collections.abc import Callable
@@ -61,15 +60,11 @@ class FitCache:
         (it was refused by :meth:`load`).
         """
         folder = Path(folder)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save(tmp)
         if self.holds(folder) and not replace:
-            shutil.rmtree(tmp)
             return folder
-        shutil.rmtree(folder, ignore_errors=True)  # a refused save, or the remains of an interrupted one
-        os.replace(tmp, folder)
+        if folder.exists() and not self.holds(folder):  # not a save (no manifest): Synthesizer.save would refuse it
+            shutil.rmtree(folder)
+        model.save(folder)  # atomic (hpcgym.io.atomic_folder): a refused save stays whole until the new one is in
         return folder
 
     def fitted(self, label: str, model: str, table: pd.DataFrame, seed: int, max_nodes: int,

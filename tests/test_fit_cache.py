@@ -55,3 +55,28 @@ def test_a_save_another_process_finished_first_is_kept(tmp_path, table):
     assert (folder / "manifest.json").stat().st_mtime_ns == stamp
     cache.save(model, folder, replace=True)
     assert (folder / "manifest.json").stat().st_mtime_ns != stamp
+
+
+def test_a_replacing_save_that_fails_leaves_the_old_save_whole(tmp_path, table, monkeypatch):
+    cache = FitCache(tmp_path)
+    model = synth.get("lublin", max_nodes=256).fit(table, seed=0)
+    folder = cache.save(model, tmp_path / "fit")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def full_disk(path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(model, "_save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        cache.save(model, folder, replace=True)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["fit"]  # no temporary folder left beside it
+
+
+def test_a_folder_that_holds_no_save_is_replaced_by_one(tmp_path, table):
+    cache = FitCache(tmp_path)
+    folder = tmp_path / "fit"
+    folder.mkdir()
+    (folder / "half-written.pkl").write_bytes(b"\0")
+    cache.save(synth.get("lublin", max_nodes=256).fit(table, seed=0), folder)
+    assert cache.holds(folder) and not (folder / "half-written.pkl").exists()
