@@ -14,7 +14,7 @@ from test_predict import assert_same
 from baselines import learned as fitting
 from hpcgym import jobs as jobtable
 from hpcgym import machines, traces
-from hpcgym.sim import heuristics, learned, predict, simulate, start_times
+from hpcgym.sim import heuristics, learned, predict, simulate, start_times, state
 from hpcgym.sim.loop import BACKFILL_MODES, schedule
 from hpcgym.sim.reference import _Job, learned_features
 from hpcgym.sim.simulator import engine_jobs
@@ -494,3 +494,49 @@ def test_the_reestimation_benchmark_runs_on_a_small_trace(tmp_path):
     assert len(rows) == 2 * 11 and set(rows["part"]) == {"dev", "test"}
     assert rows.loc[rows["reestimate"] == "none", "vs_none"].isna().all()
     assert rows.loc[rows["reestimate"] != "none", "vs_none"].notna().all()
+
+
+def _since_model(left_seconds, right_seconds, cut=100.0):
+    """One tree: ``since <= cut`` -> ``left_seconds``, else ``right_seconds`` (leaves at log(s - 0.5), so that the
+    estimate, ``ceil(exp(raw))``, is exactly ``s``)."""
+    tree = np.array([[learned.SINCE, cut, 1, 1, 2, 0.0], [-1, 0, 0, 0, 0, math.log(left_seconds - 0.5)],
+                     [-1, 0, 0, 0, 0, math.log(right_seconds - 0.5)]])
+    return learned.pack([tree], 0.0)
+
+
+def test_the_since_thresholds_are_appended_in_memory_by_hand():
+    packed = _since_model(50, 500)
+    assert len(packed) == 2 + 3 and packed[0, 5] == 0
+    model = learned.with_since_bins(packed)
+    assert model.shape == (6, 6) and model[0, 4] == 5 and model[0, 5] == 1
+    assert model[5, 0] == 100.0 and np.isinf(model[5, 1:]).all()
+    learned.check_model(model)  # the threshold rows are not read as nodes
+    assert learned.with_since_bins(model) is model and learned.tree_rows(model) == 5
+    assert predict.Predictor("learned", predict.LEARNED, learned.K, model=packed).model.shape == (6, 6)
+
+
+@pytest.mark.parametrize(("change", "expected"), [("nothing", 500), ("since bin", 60), ("nodes", 1000),
+                                                  ("walltime", 1000), ("history", 1000), ("unknown user", 60)])
+def test_the_estimate_memo_answers_only_a_repeat(change, expected):
+    """User 0 has one finished job (0), which ended at 10. Job 2 arrives at 300 (since 290 > 100: 500 s) and fills
+    the memo. Then the model's leaves change to 60 s (since <= 100, or unknown) and 1,000 s, which only a walk sees.
+    Job 3 arrives at 301: with nothing else changed it gets the memo's 500; arriving at 60 instead (since 50, another
+    bin), asking for two nodes or another walltime, after another finished job of its user, or from an unknown user,
+    it is walked."""
+    model = learned.with_since_bins(_since_model(50, 500))
+    hist = np.zeros(learned.K + state.MEMO, np.int64)
+    hcount = np.array([1], np.int64)
+    user, begin = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    hold, limit, nodes = np.full(4, 10, np.int64), np.full(4, 4000, np.int64), np.ones(4, np.int64)
+    assert learned.estimate(2, 300, model, hist, hcount, user, begin, hold, limit, nodes) == 500
+    model[3, 5], model[4, 5] = math.log(60 - 0.5), math.log(1000 - 0.5)  # rows 1 + 1 tree + nodes 1 and 2
+    t = 60 if change == "since bin" else 301
+    if change == "nodes":
+        nodes[3] = 2
+    elif change == "walltime":
+        limit[3] = 3000
+    elif change == "history":
+        hist[1], hcount[0] = 1, 2  # job 1 finished as well (ended at 10)
+    elif change == "unknown user":
+        user[3] = -1
+    assert learned.estimate(3, t, model, hist, hcount, user, begin, hold, limit, nodes) == expected

@@ -37,6 +37,12 @@ tree ensemble does not care about monotone transforms of its inputs.
 - rows ``1 .. trees``: each tree's root row in column 0;
 - then one row per node: ``[feature, threshold, missing_left, left, right, value]``, ``feature = -1`` for a leaf.
 
+In memory (:func:`with_since_bins`, which :class:`hpcgym.sim.predict.Predictor` applies; files never hold it) the
+sorted distinct thresholds on ``since`` follow the nodes, six to a row, and row 0 ends with their first row and
+their count. Two arrivals whose features differ only in ``since`` and have as many of those thresholds below it
+take the same path through every tree: :func:`estimate` then reuses the user's last estimate (the memo after the
+history rings, :data:`hpcgym.sim.state.MEMO`) instead of computing the features and walking the trees again.
+
 A sample goes left when its feature is ``<= threshold``, and a NaN goes left when ``missing_left`` is 1 (the
 scikit-learn rule); the right child is always the row after the left one. The raw prediction is
 ``baseline + value_1 + ... + value_trees``, added in tree order (the order scikit-learn adds them, so both give the
@@ -50,13 +56,15 @@ import math
 import numba as nb
 import numpy as np
 
-from hpcgym.sim.state import borrowing
+from hpcgym.sim.state import MEMO, borrowing
 
 #: How many of a user's finished jobs the features read (the history ring of the engine).
 K = 8
 FEATURES = ("walltime", "nodes", "finished", "last", "last2", "median5", "longest", "shortest", "last_ratio",
             "mean_ratio", "scaled", "same_request", "same_count", "since")
 N_FEATURES = len(FEATURES)
+#: The one feature that changes with the arrival time alone (the others with the job and its user's history).
+SINCE = FEATURES.index("since")
 #: The version of the packed layout (row 0, column 3).
 FORMAT = 1
 #: A model for predictors that have none (the engine's arrays need a shape).
@@ -101,13 +109,37 @@ def check_model(model: np.ndarray) -> None:
         raise ValueError(f"this runtime model was packed for format {int(version)} with {int(features)} features; "
                          f"this hpcgym reads format {FORMAT} with {N_FEATURES}: fit it again "
                          "(python -m baselines.learn)")
-    nodes = model[1 + int(trees):]
+    nodes = model[1 + int(trees):tree_rows(model)]
     inner = nodes[:, 0] >= 0
     if (nodes[inner, 0] >= N_FEATURES).any() or (nodes[inner, 3:5] >= len(model)).any():
         raise ValueError("a packed runtime model has a node that points outside it")
     if (nodes[inner, 4] != nodes[inner, 3] + 1).any():
         raise ValueError("a packed runtime model has a right child that is not the row after its left one (pack it "
                          "with hpcgym.sim.learned.pack)")
+
+
+def tree_rows(model: np.ndarray) -> int:
+    """Where the trees' rows end: the first row of the ``since`` thresholds, or the model's length without them."""
+    return int(model[0, 4]) if model[0, 5] > 0 else len(model)
+
+
+def with_since_bins(model: np.ndarray) -> np.ndarray:
+    """``model`` with its sorted distinct thresholds on ``since`` after its rows (module docstring).
+
+    A model that has them already, or has no split on ``since``, comes back as it is.
+    """
+    model = np.asarray(model, np.float64)
+    if model[0, 5] > 0 or len(model) < 2:
+        return model
+    nodes = model[1 + int(model[0, 0]):]
+    cuts = np.unique(nodes[nodes[:, 0] == SINCE, 1])
+    if not len(cuts):
+        return model
+    rows = np.full((-(-len(cuts) // 6), 6), np.inf)
+    rows.flat[:len(cuts)] = cuts
+    out = np.concatenate([model, rows])
+    out[0, 4], out[0, 5] = len(model), len(cuts)
+    return out
 
 
 # ---- compiled ----------------------------------------------------------------------------------------------
@@ -274,11 +306,46 @@ def replay(submit, begin, hold, limit, nodes, user, users):  # pragma: no cover 
 
 
 @borrowing
+def since_bin(model, hist, hcount, u, t, begin, hold):  # pragma: no cover - compiled
+    """How many of the model's ``since`` thresholds lie below user ``u``'s ``since`` at ``t`` (-1: no history)."""
+    count = hcount[u]
+    if count == 0:
+        return -1
+    latest = hist[u * K + (count - 1) % K]
+    since = float(t - (begin[latest] + hold[latest]))
+    first, n = int(model[0, 4]), int(model[0, 5])
+    lo, hi = 0, n
+    while lo < hi:  # the first threshold >= since
+        mid = (lo + hi) >> 1
+        if model[first + mid // 6, mid % 6] < since:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@borrowing
 def estimate(j, t, model, hist, hcount, user, begin, hold, limit, nodes):  # pragma: no cover - compiled
-    """Job ``j``'s learned estimate at its arrival ``t`` (seconds)."""
-    x = features(j, t, hist, hcount, user, begin, hold, limit, nodes)
-    return seconds(raw_value(model, x), limit[j])
+    """Job ``j``'s learned estimate at its arrival ``t`` (seconds).
+
+    With the model's ``since`` thresholds (:func:`with_since_bins`) and a known user, the user's memo (``MEMO``
+    slots after the rings: finished count + 1, walltime, nodes, ``since`` bin, estimate) answers an arrival that
+    matches it in all four: its features can differ from the memo's only in ``since``, within one bin, so every
+    tree takes the same path.
+    """
+    u = user[j]
+    if u < 0 or model[0, 5] == 0:
+        return seconds(raw_value(model, features(j, t, hist, hcount, user, begin, hold, limit, nodes)), limit[j])
+    memo = len(hist) - len(hcount) * MEMO + u * MEMO
+    b = since_bin(model, hist, hcount, u, t, begin, hold)
+    if hist[memo] == hcount[u] + 1 and hist[memo + 1] == limit[j] and hist[memo + 2] == nodes[j] \
+            and hist[memo + 3] == b:
+        return hist[memo + 4]
+    value = seconds(raw_value(model, features(j, t, hist, hcount, user, begin, hold, limit, nodes)), limit[j])
+    hist[memo], hist[memo + 1], hist[memo + 2], hist[memo + 3], hist[memo + 4] = hcount[u] + 1, limit[j], nodes[j], \
+        b, value
+    return value
 
 
-__all__ = ["EMPTY", "FEATURES", "FORMAT", "K", "N_FEATURES", "check_model", "estimate", "features", "pack",
-           "ranked_hold", "raw_value", "replay", "ring_stats", "seconds"]
+__all__ = ["EMPTY", "FEATURES", "FORMAT", "K", "N_FEATURES", "SINCE", "check_model", "estimate", "features", "pack",
+           "ranked_hold", "raw_value", "replay", "ring_stats", "seconds", "since_bin", "tree_rows", "with_since_bins"]

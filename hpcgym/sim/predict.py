@@ -88,6 +88,7 @@ class Predictor:
             raise ValueError(f"predictor {self.name!r}: the learned code needs a model, and only it takes one")
         if self.model is not None:
             learned.check_model(self.model)
+            object.__setattr__(self, "model", learned.with_since_bins(self.model))  # the engine's memo reads them
 
     @property
     def arrays(self) -> np.ndarray:

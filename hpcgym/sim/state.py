@@ -44,6 +44,9 @@ VISIBLE = 24  #: step mode: how many waiting jobs (in arrival order) the caller 
 HOLD_LIMIT = 25  #: hold mode: the seconds of holds a job may be charged
 HOLD_AT, HOLD_FREE = 26, 27  #: hold mode: when the current hold began (-1: none) and the free nodes then
 N_SLOTS = 28
+#: int64 slots per user after the history rings in ``State.hist``: the learned predictor's last estimate for the
+#: user and what it depended on (:func:`hpcgym.sim.learned.estimate`).
+MEMO = 5
 
 #: Compile a hot helper that takes its arrays *borrowed*. Otherwise numba's runtime (NRT) increments and decrements
 #: an atomic reference count of every array argument at each call, inlined or not: that was 40% of conservative
@@ -95,7 +98,8 @@ class State(namedtuple("State", _STATE_FIELDS)):
             under-estimated them (a binary min-heap; :mod:`hpcgym.sim.events`).
         rs: estimated-end composites of the running jobs (sorted).
         pt, pu: conservative: the profile's change points and the nodes in use from each.
-        hist: with a history predictor: each user's last ``k`` finished jobs (a ring of ``k`` entries per user).
+        hist: with a history predictor: each user's last ``k`` finished jobs (a ring of ``k`` entries per user), then
+            :data:`MEMO` slots per user (the learned predictor's memo).
         hcount: with a history predictor: how many jobs of each user have finished.
         held: hold mode: the seconds of holds each job has been charged (:mod:`hpcgym.sim.actions`).
     """
@@ -157,7 +161,7 @@ def allocate(capacity: int, copies: tuple[int, ...] = (), conservative: bool = F
     jobs = Jobs(ints(c), ints(c), ints(c), ints(c), np.zeros((*copies, c)), ints(c), ints(c),
                 np.zeros((*copies, max(int(model_rows), 1), 6)))
     state = State(ints(N_SLOTS), ints(c), ints(c), ints(p), ints(c + 1), ints(c), ints(2 * c), ints(c),
-                  ints(2 * p + 4), ints(2 * p + 4), ints(u * h), ints(u), ints(c))
+                  ints(2 * p + 4), ints(2 * p + 4), ints(u * (h + MEMO)), ints(u), ints(c))
     return jobs, state
 
 
@@ -181,12 +185,12 @@ def reset(state: State, total: int, append: bool, predictor: int = 0, k: int = 0
     ``predictor`` and ``k`` are the runtime predictor's code and its history length (:mod:`hpcgym.sim.predict`),
     ``scan`` the code of a backfill scan order of its own (batch mode; -1: the queue's).
     """
-    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, state.hcount, state.held, total, append,
-          predictor, k, scan)
+    clear(state.sc, state.start, state.first, state.res, state.pt, state.pu, state.hist, state.hcount, state.held,
+          total, append, predictor, k, scan)
 
 
 @nb.njit(cache=True)
-def clear(sc, start, first, res, pt, pu, hcount, held, total, append, predictor, k,
+def clear(sc, start, first, res, pt, pu, hist, hcount, held, total, append, predictor, k,
           scan):  # pragma: no cover - compiled
     """Reset the arrays of a :class:`State` in place (:func:`reset` and :func:`fresh` share it)."""
     sc[:] = 0
@@ -196,6 +200,7 @@ def clear(sc, start, first, res, pt, pu, hcount, held, total, append, predictor,
     first[:] = -1
     res[:] = -1
     hcount[:] = 0
+    hist[len(hist) - len(hcount) * MEMO:] = 0  # the memo (a ring entry is read only once its user's count covers it)
     held[:] = 0
     pt[0], pu[0] = 0, 0
 
@@ -207,12 +212,13 @@ def fresh(n, total, append, conservative, predictor, k, users, scan):  # pragma:
     ``users`` and ``k`` size the history of a history predictor (1 each without one).
     """
     p = n if conservative else 1
-    h = max(users, 1) * max(k, 1)
+    h = max(users, 1) * (max(k, 1) + MEMO)
 
     def ints(size):
         return np.empty(size, np.int64)
 
     st = State(ints(N_SLOTS), ints(n), ints(n), ints(p), ints(n + 1), ints(n), ints(2 * n), ints(n), ints(2 * p + 4),
                ints(2 * p + 4), ints(h), ints(max(users, 1)), ints(1))
-    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, st.hcount, st.held, total, append, predictor, k, scan)
+    clear(st.sc, st.start, st.first, st.res, st.pt, st.pu, st.hist, st.hcount, st.held, total, append, predictor, k,
+          scan)
     return st
