@@ -85,11 +85,7 @@ def start_times(jobs: pd.DataFrame, nodes: int, predictor: str, mode: str = "non
     ``model`` maps a feature row to the log runtime (``predictor="learned"`` only), as in
     :func:`hpcgym.sim.reference.simulate_reference`.
     """
-    cols = [jobs[c].to_numpy(np.int64).tolist() for c in ("job_id", "submit", "run", "walltime", "nodes")]
-    users = jobs["user"].to_numpy(np.int64).tolist()
-    table = [reference._Job(row, *values, user=u)
-             for row, (values, u) in enumerate(zip(zip(*cols, strict=True), users, strict=True))]
-    sim = Reestimating(table, int(nodes), "saf", "easy", True, predictor, None,
+    sim = Reestimating(reference.job_rows(jobs), int(nodes), "saf", "easy", True, predictor, None,
                        model if predictor == "learned" else None, mode=mode)
     return sim.run()
 

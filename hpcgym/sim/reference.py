@@ -427,11 +427,15 @@ def simulate_reference(jobs: pd.DataFrame, nodes: int, policy: str = "fcfs", bac
             wider than the machine, or a job with a non-positive run, walltime or node count.
     """
     _check(jobs, nodes, policy, backfill, kill_at_walltime, predictor, scan)
-    names = ("job_id", "submit", "run", "walltime", "nodes")
-    cols = [jobs[c].to_numpy(np.int64).tolist() for c in names]
-    users = jobs["user"].to_numpy(np.int64).tolist() if "user" in jobs else [-1] * len(jobs)
-    table = [_Job(row, *values, user=u) for row, (values, u) in enumerate(zip(zip(*cols, strict=True), users,
-                                                                              strict=True))]
     if (predictor == "learned") != (learned is not None):
         raise ValueError("the learned predictor needs its model (learned=), and only it takes one")
-    return _ReferenceSim(table, int(nodes), policy, backfill, kill_at_walltime, predictor, scan, learned).run()
+    return _ReferenceSim(job_rows(jobs), int(nodes), policy, backfill, kill_at_walltime, predictor, scan,
+                         learned).run()
+
+
+def job_rows(jobs: pd.DataFrame) -> list[_Job]:
+    """The reference's jobs of a job table, one per row in row order (users -1 where it has no ``user`` column)."""
+    cols = [jobs[c].to_numpy(np.int64).tolist() for c in ("job_id", "submit", "run", "walltime", "nodes")]
+    users = jobs["user"].to_numpy(np.int64).tolist() if "user" in jobs else [-1] * len(jobs)
+    return [_Job(row, *values, user=u) for row, (values, u) in enumerate(zip(zip(*cols, strict=True), users,
+                                                                             strict=True))]
