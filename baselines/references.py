@@ -29,7 +29,7 @@ import pandas as pd
 from baselines import priorities, tuned
 from baselines.grid import Cell, simulate_grid
 from hpcgym.machines import Machine
-from hpcgym.sim import PriorityPolicy, predict
+from hpcgym.sim import PriorityPolicy, heuristics, predict
 from hpcgym.sim.heuristics import CLASSIC, PREDICTIVE
 
 TUNED = tuned.TUNED
@@ -63,6 +63,42 @@ def learned_policies(trace: str) -> list[PriorityPolicy]:
     return [dataclasses.replace(p, name=p.name.replace("-last2", "") + "-learned", predictor=name,
                                 description=texts.get(p.name, p.description))
             for p in PREDICTIVE]
+
+
+def learned_row(name: str, trace: str | None) -> PriorityPolicy:
+    """The learned-prediction row ``name`` (``saf-learned``, ``sjf-learned``, ``sjbf-learned``) on ``trace``'s model.
+
+    Raises:
+        ValueError: no trace is given, or it has no learned model (the message says how to fit one).
+    """
+    if not trace:
+        raise ValueError(f"{name} reads the trace's learned runtime model: give the trace (trace=...)")
+    found = {p.name: p for p in learned_policies(trace)}
+    if not found:
+        raise ValueError(f"{name}: no learned runtime model for {Path(trace).name}; fit one with python -m "
+                         f"baselines.learn --trace {trace}")
+    return found[name]
+
+
+def saf_learned(argument: str, trace: str | None, backfill: str) -> PriorityPolicy:
+    """``saf-learned`` as a heuristic family (:func:`hpcgym.sim.heuristics.resolve`): SAF on the learned model."""
+    return learned_row("saf-learned", trace)
+
+
+def sjf_learned(argument: str, trace: str | None, backfill: str) -> PriorityPolicy:
+    """``sjf-learned``: SJF on the trace's learned runtime model."""
+    return learned_row("sjf-learned", trace)
+
+
+def sjbf_learned(argument: str, trace: str | None, backfill: str) -> PriorityPolicy:
+    """``sjbf-learned``: EASY++ (FCFS, backfill shortest predicted first) on the trace's learned runtime model."""
+    return learned_row("sjbf-learned", trace)
+
+
+# Every resolver of this process reads the learned rows by name; other processes find them through the
+# ``hpcgym.heuristic_families`` entry points of pyproject.toml.
+for _name, _family in (("saf-learned", saf_learned), ("sjf-learned", sjf_learned), ("sjbf-learned", sjbf_learned)):
+    heuristics.register_family(_name, _family)
 
 
 def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: str, backfills: Sequence[str],

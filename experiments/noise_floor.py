@@ -22,8 +22,11 @@ and ``noise_floor.png`` (the draws' histogram with ``tuned`` and the runs marked
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,9 +34,57 @@ import pandas as pd
 from experiments import figures
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
+from hpcgym.sim import PriorityPolicy
 
 #: the evaluation's test windows (experiments.train's defaults): count, jobs each, the window draw's seed
 WINDOWS, LENGTH, WINDOW_SEED = 20, 1024, 0
+
+
+def job_noise(job_ids: np.ndarray, seed: int) -> np.ndarray:
+    """One standard normal draw per job, a function of the job's id and ``seed`` only.
+
+    The same job gets the same draw in every window and stream that holds it (a hash of the id, splitmix64, turned
+    into a uniform and then a normal by the inverse CDF), so a jittered copy is one scheduler, not one per window.
+    """
+    from scipy.special import ndtri
+
+    with np.errstate(over="ignore"):
+        z = np.asarray(job_ids, np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return ndtri(((z >> np.uint64(11)).astype(np.float64) + 0.5) / 2.0**53)
+
+
+@dataclass(frozen=True)
+class JitteredKey:
+    """A weighted priority's static key plus ``sd * N(0, 1)`` per job (:func:`job_noise`)."""
+
+    base: Any  #: the policy's own key (a :class:`baselines.tuned.LinearKey`)
+    sd: float
+    seed: int
+
+    def __call__(self, jobs: pd.DataFrame) -> np.ndarray:
+        """One score per job."""
+        return self.base(jobs) + self.sd * job_noise(jobs["job_id"].to_numpy(), self.seed)
+
+
+def jittered(policy: PriorityPolicy, sd: float, seed: int, name: str) -> PriorityPolicy:
+    """``policy`` with each job's runtime estimate, in its priority only, multiplied by ``exp(sd * N(0, 1))``.
+
+    For SAF that is its key ``r * n`` jittered by ``sd`` (5% at 0.05); for SJF, ``r``; for a ``tuned`` fit, whose
+    score divided by its weight on ``log r`` is ``log r + ...``, the same. The draw is the job's own
+    (:func:`job_noise`), so ``seed`` names one scheduler. The policy must be a weighted sum
+    (:func:`baselines.tuned.weights_of`: SJF, SAF and the ``tuned`` fits, on any predictor).
+
+    Raises:
+        ValueError: ``policy`` is not such a weighted sum (FCFS, WFP3, ...).
+    """
+    from baselines import tuned
+
+    base = tuned.policy(tuned.weights_of(policy), policy.predictor, name)
+    return dataclasses.replace(base, key=JitteredKey(base.key, sd, seed),
+                               description=f"{base.description}; estimates jittered x exp({sd:g} N(0,1)), seed {seed}")
 
 
 def near_copies(weights: Sequence[float], sd: float, draws: int, seed: int) -> np.ndarray:

@@ -6,7 +6,9 @@ The library of ``python -m experiments.report``, whose docstring says which file
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -20,11 +22,22 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = "results"
 MANIFEST, SEEDS, BENCHMARKS = "manifest.csv", "seeds.csv", "benchmarks.csv"
 #: the page of each table
-PAGES = {"readme": "README.md", "readme-seeds": "README.md", "results": "docs/results.md",
+PAGES = {"results": "docs/results.md",
          "seeds": "docs/results.md", "benchmarks": "docs/benchmarks.md",
          "predictions-accuracy": "docs/predictions.md", "predictions-scheduling": "docs/predictions.md",
          "predictions-ordering": "docs/predictions.md", "predictions-order-dev": "docs/predictions.md",
-         "predictions-short-jobs": "docs/predictions.md", "predictions-reestimate": "docs/predictions.md"}
+         "predictions-short-jobs": "docs/predictions.md", "predictions-reestimate": "docs/predictions.md",
+         "readme-bench": "README.md", "results-bench": "docs/results.md", "traces-catalog": "docs/traces.md",
+         "predictions-bench": "docs/predictions.md", "bench-cost": "docs/bench.md"}
+#: ``results/bench/<name>/``: what ``python -m experiments.bench --out`` writes (``pooled.csv``, ``logs.csv``,
+#: ``bench.json``); ``suite`` is the leaderboard's run
+BENCH, SUITE = "bench", "suite"
+#: the leaderboard's rows (the README shows these against each of its references)
+LEADERBOARD_ROWS = ("fcfs+easy", "sjf+easy", "saf+easy", "tuned+easy", "saf-learned+easy", "tuned-learned+easy",
+                    "clairvoyant+easy")
+LEADERBOARD_REFERENCES = ("saf+easy", "tuned+easy")
+#: the rows and references that answer whether learned predictions beat walltimes, last2 and median5
+PREDICTION_ROWS = ("saf-learned+easy", "tuned-learned+easy", "sjbf-learned+easy")
 #: ``results/accuracy/<trace>/``: what ``python -m baselines.accuracy --trace <trace> --out`` writes
 ACCURACY = "accuracy"
 #: ``results/predictor_order/order.csv``: what ``python benchmarks/predictor_order.py --out`` writes
@@ -39,6 +52,8 @@ STREAM_COLUMNS = ["scheduler", "kind", "backfill", "jobs", "bsld", "vs_reference
                   "vs_reference_high", "reference"]
 #: the README's figure: the per-window comparison of this trace's agent with the reference
 FIGURE_TRACE, FIGURE = "theta", "docs/figures/bsld_per_window.png"
+#: the README's figure: the suite's forest plot against SAF+EASY
+BENCH_FIGURE, BENCH_FIGURE_REFERENCE = "docs/figures/bench_forest.png", "saf+easy"
 PER_WINDOW_COLUMNS = ["scheduler", "kind", "backfill", "window", "start", "block", "bsld"]
 AGENT_KINDS = ("agent", "cloned", "untrained")
 
@@ -207,6 +222,75 @@ def _bsld_and_share(row: pd.Series) -> str:
     return f"{row['bsld']:.2f}{share}"
 
 
+def bench_folder(name: str = SUITE, root: Path = ROOT) -> Path:
+    """A committed bench run's folder (``results/bench/<name>``)."""
+    return root / RESULTS / BENCH / name
+
+
+def bench_table(folder: Path, rows: Sequence[str] | None = None, references: Sequence[str] | None = None) -> str:
+    """A bench run's pooled rows as Markdown (each against each reference), with the command and the day."""
+    table = pd.read_csv(folder / "pooled.csv")
+    about = json.loads((folder / "bench.json").read_text())
+    if references is not None:
+        table = table[table["reference"].isin(references)]
+    if rows is not None:
+        table = table[table["scheduler"].isin(rows) & (table["scheduler"] != table["reference"])]
+    ci = lambda r, lo, hi: "-" if pd.isna(r) else f"{r:.3f} ({lo:.3f}-{hi:.3f})"  # noqa: E731
+    shown = pd.DataFrame({
+        "reference": table["reference"],
+        "scheduler": [f"{s} (upper bound)" if s.startswith("clairvoyant") else s for s in table["scheduler"]],
+        "vs reference, this suite (95% CI)": [ci(*r) for r in table[["ratio", "lo", "hi"]].itertuples(index=False)],
+        "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
+        "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
+        "logs": table["logs"], "windows": table["windows"],
+        "wins/ties/losses": [f"{w}/{t}/{lo}" for w, t, lo in table[["wins", "ties", "losses"]].itertuples(index=False)],
+        "headroom (median)": ["-" if pd.isna(h) else f"{h:.0%}" for h in table["headroom"]],
+        "whole split, this suite (95% CI)": [ci(*r) for r in table[["stream_ratio", "stream_lo", "stream_hi"]]
+                                             .itertuples(index=False)],
+        "whole split floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["stream_noise_floor"]],
+        "verdict (windows; whole split)": [f"{v.split(':')[0]}; {w.split(':')[0]}" for v, w in
+                                           table[["verdict", "stream_verdict"]].itertuples(index=False)]})
+    note = (f"{about['logs']} logs, {about['windows']:,} disjoint test windows of 1,024 jobs; "
+            f"`{about['command']}` ({about['date']}). Per log: the paired ratio of mean bsld to the reference on the "
+            "same windows; pooled: their geometric mean, 95% CIs by bootstrap (this suite: windows resampled within "
+            "each log; logs resampled: the logs too). Noise floor: the farthest any of 20 near-copies of the "
+            "reference (each job's runtime estimate x exp(0.05 N(0,1)) in its priority) gets from 1 over the same "
+            "logs; a ratio inside it is noise. Wins/ties/losses over logs (a win: the log's CI below 1, outside its "
+            "floor). Headroom: the median over logs of the share of FCFS+EASY to clairvoyant taken. Whole split: "
+            "the same on each log's test split as one stream (blocks of 1,024 jobs resampled), with its own noise "
+            "floor.")
+    return tables.markdown(shown, digits=2) + "\n\n" + note
+
+
+def catalog_table(root: Path = ROOT) -> str:
+    """Every catalogued log: its machine, jobs, what it records, and whether the suite holds it (and why)."""
+    from hpcgym import traces
+
+    logs = pd.read_csv(bench_folder(root=root) / "logs.csv").set_index("log")
+    yes = lambda v: "yes" if v else "no"  # noqa: E731
+    rows = []
+    for name, info in traces.BUNDLED.items():
+        log = logs.loc[name]
+        rows.append({"name": f"`{name}`", "machine": log["machine"], "description": info.description,
+                     "jobs kept / in file": f"{int(log['jobs']):,} / {int(log['jobs'] + log['dropped']):,}",
+                     "requested times": yes(info.requested_times), "waits": yes(info.wait_times),
+                     "users": yes(info.user_ids),
+                     "suite": "yes" if log["status"] == "suite" else f"no: {log['reason']}",
+                     "test windows": int(log["windows"]), "notes": info.notes})
+    about = json.loads((bench_folder(root=root) / "bench.json").read_text())
+    return (tables.markdown(pd.DataFrame(rows)) + f"\n\nSuite status as measured by `{about['command']}` "
+            f"({about['date']}): a log enters the suite when FCFS+EASY's mean bsld over its disjoint test windows "
+            "is at least 1.1 (its windows queue; docs/bench.md).")
+
+
+def bench_cost_table(root: Path = ROOT) -> str:
+    """The bench's cost rows of ``results/benchmarks.csv``."""
+    bench = pd.read_csv(root / RESULTS / BENCHMARKS, dtype={"value": str})
+    bench = bench[bench["benchmark"] == "bench"]
+    bench["command"] = [f"`{c}`" for c in bench["command"]]
+    return tables.markdown(bench[["measure", "value", "unit", "date", "command"]])
+
+
 def build(root: Path = ROOT) -> dict[str, str]:
     """Each table's Markdown, by name (:data:`PAGES`' keys)."""
     windows, manifest = read(root)
@@ -217,11 +301,14 @@ def build(root: Path = ROOT) -> dict[str, str]:
             f"of consecutive jobs; \"better\"/\"worse\" where the CI excludes 1). Whole split: the mean bsld of the "
             f"whole test split scheduled as one stream, and the paired ratio to the strongest implementable row there "
             f"({_stream_references(streams)}; CI by blocks of 1,024 consecutive jobs). Commands: {commands}.")
-    readme = _shown(evaluation_tables(windows, "readme", streams))
-    return {"readme": tables.markdown(readme, digits=2) + "\n\n" + note,
-            "results": tables.markdown(_shown(evaluation_tables(windows, "all", streams)), digits=2) + "\n\n" + note,
-            "seeds": seeds_table(root), "readme-seeds": seeds_table(root), "benchmarks": benchmarks_table(root),
-            **predictions_tables(root)}
+    return {"results": tables.markdown(_shown(evaluation_tables(windows, "all", streams)), digits=2) + "\n\n" + note,
+            "seeds": seeds_table(root), "benchmarks": benchmarks_table(root),
+            **predictions_tables(root),
+            "readme-bench": bench_table(bench_folder(root=root), LEADERBOARD_ROWS, LEADERBOARD_REFERENCES),
+            "results-bench": bench_table(bench_folder(root=root)),
+            "traces-catalog": catalog_table(root),
+            "predictions-bench": bench_table(bench_folder(root=root), PREDICTION_ROWS),
+            "bench-cost": bench_cost_table(root)}
 
 
 def _block(name: str) -> re.Pattern[str]:
@@ -271,8 +358,17 @@ def add(folder: Path, trace: str, date: str, seeds: str, command: str, backfill:
     return root / RESULTS / name
 
 
+def bench_figure(root: Path = ROOT) -> Path:
+    """Redraw the README's forest plot (:data:`BENCH_FIGURE`) from the committed suite run's tables."""
+    from experiments import bench_report
+
+    folder = bench_folder(root=root)
+    return bench_report.forest(pd.read_csv(folder / "per_log.csv"), pd.read_csv(folder / "pooled.csv"),
+                               BENCH_FIGURE_REFERENCE, root / BENCH_FIGURE, rows=LEADERBOARD_ROWS)
+
+
 def figure(root: Path = ROOT) -> Path:
-    """Redraw the README's figure (:data:`FIGURE`) from the committed per-window scores of :data:`FIGURE_TRACE`."""
+    """Redraw the results page's figure (:data:`FIGURE`) from the per-window scores of :data:`FIGURE_TRACE`."""
     import matplotlib
 
     matplotlib.use("Agg")

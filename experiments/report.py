@@ -15,6 +15,9 @@ table differs from what the script builds).
 - ``results/seeds.csv``: medians across seeds from the journal (``trace, scheduler, kind, seeds, bsld,
   worst_seed, date, command``); they have no per-window scores, so no paired CI.
 - ``results/benchmarks.csv``: benchmark figures (``benchmark, measure, value, unit, date, command``).
+- ``results/bench/<name>/``: what ``python -m experiments.bench --out`` wrote (``pooled.csv``, ``per_log.csv``,
+  ``logs.csv``, ``bench.json``): ``suite`` is the README's leaderboard, the traces page's catalog and the
+  predictions page's suite table.
 
 Rows come from the files: a new scheduler in a summary (a new predictor's row, say) appears in the tables without a
 change here. The paired comparison is :func:`experiments.tables.paired` against each trace's reference, the
@@ -51,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--date", default="", help="with --add: the day it ran (YYYY-MM-DD)")
     ap.add_argument("--seeds", default="0", help="with --add: the agents' seeds (default: 0)")
     ap.add_argument("--command", default="", help="with --add: the command that made it")
-    ap.add_argument("--no-figure", action="store_true", help="do not redraw the README's figure")
+    ap.add_argument("--no-figure", action="store_true", help="do not redraw the figures (the README's forest plot, "
+                    "the results page's per-window figure)")
     args = ap.parse_args(argv)
     if args.check:
         diffs = differences()
@@ -67,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {path.relative_to(ROOT)}")
     if not args.no_figure:
         print(f"drew {figure().relative_to(ROOT)}")
+        print(f"drew {pages.bench_figure().relative_to(ROOT)}")
     return 0
 
 

@@ -87,15 +87,41 @@ CATALOG: dict[str, Machine] = {
         Machine("lublin-256", 256, 1, "Lublin & Feitelson, JPDC 63(11), 2003; lublin_256.swf (MaxNodes 256)",
                 description="The Lublin-Feitelson model's 256-node machine."),
         Machine("kth-sp2", 100, 1, _PWA + ": KTH-SP2-1996 (MaxProcs 100)", description="KTH IBM SP2, 100 nodes."),
-        Machine("sdsc-par", 416, 1, _PWA + ": SDSC-Par-1995/1996 (MaxProcs 416)",
-                description="SDSC Intel Paragon, 416 nodes."),
+        Machine("sdsc-par", 400, 1, _PWA + ": SDSC-Par-1996-3.1-cln (MaxNodes 400: 48 interactive + 352 batch; "
+                "its 6 service and 10 I/O nodes run no jobs)",
+                description="SDSC Intel Paragon, 400 compute nodes."),
         Machine("sdsc-blue", 144, 8, _PWA + ": SDSC-BLUE-2000 (MaxProcs 1152)",
                 description="SDSC Blue Horizon, 144 nodes x 8 CPUs."),
         Machine("llnl-atlas", 1152, 8, _PWA + ": LLNL-Atlas-2006 (MaxProcs 9216)",
                 description="LLNL Atlas, 1,152 nodes x 8 cores."),
         Machine("anl-intrepid", 40960, 4, _PWA + ": ANL-Intrepid-2009 (MaxProcs 163840)",
                 description="ANL Intrepid (BG/P), 40,960 nodes x 4 cores."),
-        Machine("ricc", 1024, 8, _PWA + ": RICC-2010 (MaxProcs 8192)", description="RIKEN RICC, 1,024 nodes x 8."),
+        Machine("ricc", 1024, 8, "Parallel Workloads Archive log page of RICC-2010-2 (1,024 nodes x 8 cores; the "
+                "shipped file has no header)", description="RIKEN RICC, 1,024 nodes x 8."),
+        Machine("lanl-cm5", 1024, 1, _PWA + ": LANL-CM5-1994-4.1-cln (MaxNodes 1024, MaxProcs 1024)",
+                description="LANL Thinking Machines CM-5, 1,024 nodes."),
+        Machine("llnl-thunder", 1002, 4, _PWA + ": LLNL-Thunder-2007-1.1-cln (MaxNodes 1002, MaxProcs 4008)",
+                description="LLNL Thunder, 1,002 nodes x 4 CPUs."),
+        Machine("metacentrum", 806, 1, "Parallel Workloads Archive log page of METACENTRUM-2009-2 (806 processors "
+                "in several clusters; the shipped file has no header)",
+                description="MetaCentrum, the Czech national grid: 806 processors in several clusters, mapped as "
+                "one machine of 806 one-processor nodes."),
+        Machine("nasa-ipsc", 128, 1, _PWA + ": NASA-iPSC-1993-3.1-cln (MaxNodes 128, MaxProcs 128)",
+                description="NASA Ames Intel iPSC/860, 128 nodes."),
+        Machine("osc-clust", 178, 1, _PWA + ": OSC-Clust-2000-3.1-cln (MaxNodes 57, MaxProcs 178: 32 quad- and "
+                "25 dual-processor nodes)",
+                description="OSC Linux cluster, 178 processors on 57 nodes of two sizes, mapped one node per "
+                "processor."),
+        Machine("sdsc-ds", 208, 8, _PWA + ": SDSC-DS-2004-2.1-cln (MaxProcs 1664 on 184 nodes of 8 and 32 "
+                "processors; every job asks for a multiple of 8)",
+                description="SDSC DataStar, 1,664 processors mapped as 208 nodes x 8 (171 p655 nodes of 8 and 7 "
+                "p690 nodes of 32 processors, plus 6 interactive)."),
+        Machine("sandia-ross", 1524, 1, _PWA + ": Sandia-Ross-2001-1.1-cln (MaxNodes 1524, MaxProcs 1524)",
+                description="Sandia CPlant/Ross, 1,524 single-processor nodes."),
+        Machine("unilu-gaia", 2004, 1, _PWA + ": UniLu-Gaia-2014-1 (MaxNodes 151, MaxProcs 2004, nodes of "
+                "several sizes)",
+                description="University of Luxembourg Gaia, 2,004 cores on 151 nodes of several sizes, mapped one "
+                "node per core."),
     ]
 }
 

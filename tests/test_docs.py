@@ -159,7 +159,7 @@ def test_cli_reference_lists_every_flag_of_every_tool() -> None:
     tools = {"hpcgym.traces", "baselines.run", "baselines.tune", "synth.fit", "synth.sample", "synth.report",
              "experiments.train", "experiments.evaluate", "experiments.compare", "experiments.seeds",
              "experiments.sweep", "experiments.recipe_sweep", "experiments.study", "experiments.plots",
-             "experiments.noise_floor", "synth.ablation"}
+             "experiments.noise_floor", "synth.ablation", "experiments.bench", "experiments.refit"}
     assert tools <= documented, f"docs/cli.md has no help block for {sorted(tools - documented)}"
     diffs = gen_cli.differences(text)
     assert not diffs, "docs/cli.md is out of date; run `python docs/gen_cli.py`:\n" + "\n".join(diffs)

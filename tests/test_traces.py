@@ -24,6 +24,19 @@ EXPECTED = {  # name: (rows in the file, valid jobs after the default drop)
     "mustang": (22059, 21939),
     "mustang-2012-02": (518, 494),
     "mustang-2012-12": (1023, 965),
+    "thetagpu": (22606, 22606),
+    "cea-curie": (312826, 295540),
+    "lanl-cm5": (122060, 122055),
+    "llnl-atlas": (43778, 36600),
+    "llnl-thunder": (121039, 113613),
+    "metacentrum": (103656, 99944),
+    "nasa-ipsc": (18239, 18066),
+    "osc-clust": (36097, 35592),
+    "ricc": (447794, 447784),
+    "sdsc-ds": (96069, 84893),
+    "sdsc-par": (32135, 32128),
+    "sandia-ross": (57882, 55595),
+    "unilu-gaia": (51987, 51859),
 }
 
 

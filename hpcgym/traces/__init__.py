@@ -36,7 +36,8 @@ from hpcgym.traces.slurm import read_slurm
 from hpcgym.traces.split import split, window, window_starts
 from hpcgym.traces.swf import FIELDS, read_header, read_swf, write_swf
 
-__all__ = ["BUNDLED", "FORMATS", "ROWS", "TraceInfo", "load", "read", "read_chunks", "path_of", "split", "window",
+__all__ = ["BUNDLED", "FORMATS", "ROWS", "TraceInfo", "load", "read", "read_chunks", "name_of", "path_of", "split",
+           "window",
            "window_starts", "read_swf", "write_swf", "read_alcf", "read_mustang", "read_csv_table", "read_slurm",
            "read_pbs", "read_header", "detect_format", "formats"]
 
@@ -48,32 +49,108 @@ _LANL = "LANL ATLAS release: Amvrosiadis et al., USENIX ATC 2018"
 
 @dataclass(frozen=True)
 class TraceInfo:
-    """A trace shipped in ``hpcgym/data``."""
+    """A trace shipped in ``hpcgym/data``: its file, machine, provenance and what its jobs record.
+
+    ``requested_times``, ``wait_times`` and ``user_ids`` say whether at least 90% of the log's jobs record a requested
+    time (a walltime), a wait time and a user id (``tests/test_catalog.py`` checks each against the file). A log
+    without requested times cannot judge runtime predictions (its walltimes are the runtimes: every estimate is
+    exact); one without wait times has no real arrival process (NASA-iPSC's submit times are its start times).
+    """
 
     file: str
     format: str
     machine: str
     citation: str
     description: str
+    requested_times: bool = True
+    wait_times: bool = True
+    user_ids: bool = True
+    #: what reading drops or repairs, and other quirks a user of the log should know
+    notes: str = ""
+    #: ``"log"``: a real machine's accounting; ``"model"``: a sample of a workload model
+    kind: str = "log"
 
 
+_RUN0 = "jobs with run time <= 0 (cancelled before they started, or no record) are dropped on reading"
 BUNDLED: dict[str, TraceInfo] = {
-    "theta": TraceInfo("data_theta.csv.gz", "alcf", "theta", _ALCF, "ALCF Theta, 2022-11 to 2023-07"),
+    "theta": TraceInfo("data_theta.csv.gz", "alcf", "theta", _ALCF, "ALCF Theta, 2022-11 to 2023-07",
+                       notes="rows come in job-id order and are sorted by submit; user ids are hashed, many are 0"),
     "theta-2022": TraceInfo("theta_2022.swf.gz", "swf", "theta", _ALCF + "; SWF by the CQSim group",
-                            "ALCF Theta, all of 2022 (SWF, nodes in the processor fields)"),
+                            "ALCF Theta, all of 2022 (SWF, nodes in the processor fields)", user_ids=False,
+                            notes="the processor fields hold nodes; user, status and queue fields are blank"),
+    "thetagpu": TraceInfo("data_thetagpu.csv.gz", "alcf", "thetagpu", _ALCF, "ALCF ThetaGPU, 2022-09 to 2023-07",
+                          notes="node_num equals gpu_num on every row, so a job's 'nodes' may count GPUs; read as "
+                          "nodes of the 24-node machine (every job fits)"),
     "mira": TraceInfo("data_mira.csv.gz", "alcf", "mira", _ALCF, "ALCF Mira, 2018-08 to 2018-12"),
     "sdsc-sp2": TraceInfo("SDSC-SP2-1998-4.2-cln.swf.gz", "swf", "sdsc-sp2", _PWA + "; Acknowledge: Victor Hazlewood",
-                          "SDSC IBM SP2, 1998-2000"),
+                          "SDSC IBM SP2, 1998-2000", notes=f"cleaned PWA version; {_RUN0} (5,681)"),
     "hpc2n": TraceInfo("HPC2N-2002-2.2-cln.swf.gz", "swf", "hpc2n", _PWA + "; Acknowledge: Ake Sandgren",
-                       "HPC2N Seth, 2002-2006"),
+                       "HPC2N Seth, 2002-2006", notes="cleaned PWA version"),
     "lublin-256": TraceInfo("lublin_256.swf.gz", "swf", "lublin-256",
-                            "Lublin & Feitelson, JPDC 63(11), 2003", "Lublin-Feitelson model sample, 10,000 jobs"),
+                            "Lublin & Feitelson, JPDC 63(11), 2003", "Lublin-Feitelson model sample, 10,000 jobs",
+                            requested_times=False, wait_times=False, user_ids=False, kind="model",
+                            notes="a sample of a workload model, not a machine's log: no requested times (walltime = "
+                            "run), no waits, no users"),
     "mustang": TraceInfo("mustang_2015-08-06_week_fraction.csv.gz", "mustang", "mustang", _LANL,
-                         "LANL Mustang, the week from 2015-08-06"),
+                         "LANL Mustang, the week from 2015-08-06", notes=f"one week of the release; {_RUN0} (120)"),
     "mustang-2012-02": TraceInfo("mustang_2012-02-07_week_fraction.csv", "mustang", "mustang", _LANL,
-                                 "LANL Mustang, the week from 2012-02-07"),
+                                 "LANL Mustang, the week from 2012-02-07", notes="one week of the release, 518 jobs"),
     "mustang-2012-12": TraceInfo("mustang_2012-12-13_week_fraction.csv", "mustang", "mustang", _LANL,
-                                 "LANL Mustang, the week from 2012-12-13"),
+                                 "LANL Mustang, the week from 2012-12-13", notes="one week of the release, 1,023 jobs"),
+    "cea-curie": TraceInfo("CEA-Curie-2011-2.1-cln.swf.gz", "swf", "cea-curie",
+                           _PWA + "; Acknowledge: Joseph Emeras, CEA/CNRS", "CEA Curie (Slurm), 2011-02 to 2012-10",
+                           notes=f"cleaned PWA version; thin, fat and hybrid nodes mapped as 16-core nodes; {_RUN0} "
+                           "(17,286)"),
+    "lanl-cm5": TraceInfo("LANL-CM5-1994-4.1-cln.swf.gz", "swf", "lanl-cm5", _PWA + "; Acknowledge: Curt Canada",
+                          "LANL Thinking Machines CM-5, 1994-10 to 1996-09",
+                          notes="cleaned PWA version (79,327 flurry jobs removed by the archive); 9% of jobs give no "
+                          "requested time (walltime = run for them); many small jobs ran in non-dedicated mode"),
+    "llnl-atlas": TraceInfo("LLNL-Atlas-2006-2.1-cln.swf.gz", "swf", "llnl-atlas", _PWA + "; Acknowledge: Moe Jette, "
+                            "LLNL", "LLNL Atlas (Slurm), 2006-11 to 2007-06", requested_times=False,
+                            wait_times=False,
+                            notes=f"cleaned PWA version; wait times are -1 on every line; 19% of jobs give no "
+                            f"requested time; {_RUN0} (7,178)"),
+    "llnl-thunder": TraceInfo("LLNL-Thunder-2007-1.1-cln.swf.gz", "swf", "llnl-thunder",
+                              _PWA + "; Acknowledge: Moe Jette, LLNL", "LLNL Thunder (Slurm), 2007-01 to 2007-06",
+                              requested_times=False, wait_times=False,
+                              notes="cleaned PWA version; wait times are -1 on every line; 68% of jobs give no "
+                              f"requested time; jobs without a submit time and {_RUN0}"),
+    "metacentrum": TraceInfo("METACENTRUM-2009-2.swf.gz", "swf", "metacentrum", _PWA + "; MetaCentrum, Czech "
+                             "national grid infrastructure", "MetaCentrum grid, 2009 (about 6 months)",
+                             requested_times=False,
+                             notes="the header was stripped from this copy: the machine (806 processors) comes from "
+                             "the archive's log page; a grid of clusters simulated as one machine; no requested "
+                             f"times; {_RUN0}"),
+    "nasa-ipsc": TraceInfo("NASA-iPSC-1993-3.1-cln.swf.gz", "swf", "nasa-ipsc", _PWA + "; Acknowledge: Bill "
+                           "Nitzberg", "NASA Ames iPSC/860, 1993-10 to 1993-12", requested_times=False,
+                           wait_times=False,
+                           notes="cleaned PWA version; no wait times: the submit time is the start time (header note), "
+                           "so the arrivals are not the users'; no requested times"),
+    "osc-clust": TraceInfo("OSC-Clust-2000-3.1-cln.swf.gz", "swf", "osc-clust", _PWA + "; Acknowledge: "
+                           "SuperCluster HPC Workload/Resource Trace Repository",
+                           "OSC Linux cluster, 2000-01 to 2001-11",
+                           requested_times=False,
+                           notes="cleaned PWA version; nodes of 4 and 2 processors mapped one node per processor; no "
+                           "requested times"),
+    "ricc": TraceInfo("RICC-2010-2.swf.gz", "swf", "ricc", _PWA + "; RIKEN Integrated Cluster of Clusters",
+                      "RIKEN RICC, 2010 (about 5 months)",
+                      notes="the header was stripped from this copy: the machine (1,024 nodes x 8 cores) comes from "
+                      "the archive's log page; not a cleaned version"),
+    "sdsc-ds": TraceInfo("SDSC-DS-2004-2.1-cln.swf.gz", "swf", "sdsc-ds", _PWA + "; Acknowledge: Victor Hazlewood",
+                         "SDSC DataStar, 2004-03 to 2005-04",
+                         notes=f"cleaned PWA version; 8- and 32-way nodes mapped as 8-core nodes; {_RUN0} (11,176)"),
+    "sdsc-par": TraceInfo("SDSC-Par-1996-3.1-cln.swf.gz", "swf", "sdsc-par", _PWA + "; Acknowledge: Reagan Moore and "
+                          "Allen Downey", "SDSC Intel Paragon, 1996", requested_times=False,
+                          notes="cleaned PWA version; no requested times; interactive and batch partitions "
+                          "simulated as one machine of 400 nodes"),
+    "sandia-ross": TraceInfo("Sandia-Ross-2001-1.1-cln.swf.gz", "swf", "sandia-ross",
+                             _PWA + "; Acknowledge: Jon Stearley", "Sandia CPlant/Ross, 2001-11 to 2005-01",
+                             notes=f"cleaned PWA version; {_RUN0}, and jobs of no processors; 1,286 jobs have "
+                             "status codes outside SWF's -1..5 (read as status 'unknown')"),
+    "unilu-gaia": TraceInfo("UniLu-Gaia-2014-1.swf.gz", "swf", "unilu-gaia", _PWA + "; Acknowledge: Joseph Emeras, "
+                            "SnT", "University of Luxembourg Gaia (OAR), 2014-05 to 2014-08",
+                            notes="the uncleaned version (its header says so); nodes of several sizes mapped one node "
+                            "per core; best-effort (preemptible) jobs are kept as ordinary jobs"),
 }
 _ALIASES = {"sdsc_sp2": "sdsc-sp2", "lublin256": "lublin-256", "lublin": "lublin-256"}
 _READERS = {"swf": read_swf, "alcf": read_alcf, "mustang": read_mustang, "slurm": read_slurm, "pbs": read_pbs}
@@ -95,6 +172,15 @@ def _bundled(path: str | Path) -> str | None:
         return None
     key = _ALIASES.get(path.lower(), path.lower())
     return key if key in BUNDLED else None
+
+
+def name_of(name: str) -> str:
+    """The catalog's name for a bundled trace's name or alias (``"SDSC_SP2"`` -> ``"sdsc-sp2"``).
+
+    Raises:
+        UnknownNameError: neither a name nor an alias of the catalog (the message lists the closest).
+    """
+    return _key(name)
 
 
 def path_of(name: str) -> Path:
