@@ -32,10 +32,10 @@ from hpcgym import metrics
 
 #: the columns of ``pooled.csv`` (the first ten are the issue's contract; the rest add to them)
 POOLED = ["scheduler", "reference", "ratio", "lo", "hi", "lo_logs", "hi_logs", "logs", "windows", "noise_floor",
-          "wins", "ties", "losses", "headroom", "stream_ratio", "stream_lo", "stream_hi", "stream_lo_logs",
-          "stream_hi_logs", "stream_noise_floor", "verdict", "stream_verdict", "skipped"]
+          "wins", "ties", "losses", "headroom", "headroom_pooled", "stream_ratio", "stream_lo", "stream_hi",
+          "stream_lo_logs", "stream_hi_logs", "stream_noise_floor", "verdict", "stream_verdict", "skipped"]
 PER_LOG = ["log", "scheduler", "reference", "windows", "bsld", "reference_bsld", "ratio", "lo", "hi", "noise_floor",
-           "outcome", "headroom", "stream_ratio", "stream_lo", "stream_hi"]
+           "outcome", "headroom", "stream_ratio", "stream_lo", "stream_hi", "fcfs_bsld", "clairvoyant_bsld"]
 
 
 def _scores(results: Windows, log: str, scheduler: str) -> np.ndarray | None:
@@ -113,7 +113,9 @@ def _pair(results: Windows, blocks: pd.DataFrame, log: str, row: str, reference:
     line = {"log": log, "scheduler": row, "reference": reference, "windows": len(mine), "bsld": mine.mean(),
             "reference_bsld": ref.mean(), "ratio": ratio, "lo": lo, "hi": hi, "noise_floor": floor,
             "outcome": pooled.outcome(ratio, lo, hi, floor), "headroom": room, "stream_ratio": s_ratio[0],
-            "stream_lo": s_ratio[1], "stream_hi": s_ratio[2]}
+            "stream_lo": s_ratio[1], "stream_hi": s_ratio[2],
+            "fcfs_bsld": fcfs.mean() if fcfs is not None else np.nan,
+            "clairvoyant_bsld": clair.mean() if clair is not None else np.nan}
     return line, mine, ref, copies, streams
 
 
@@ -140,6 +142,7 @@ def _pooled_row(found: list, row: str, reference: str, n_boot: int, seed: int,
             "lo_logs": p.lo_logs, "hi_logs": p.hi_logs, "logs": p.logs, "windows": p.windows, "noise_floor": floor,
             "wins": outcomes.count("win"), "ties": outcomes.count("tie"), "losses": outcomes.count("loss"),
             "headroom": float(np.median(rooms)) if rooms else float("nan"),
+            "headroom_pooled": pooled_headroom(lines),
             "stream_ratio": s.ratio if s else np.nan, "stream_lo": s.lo if s else np.nan,
             "stream_hi": s.hi if s else np.nan, "stream_lo_logs": s.lo_logs if s else np.nan,
             "stream_hi_logs": s.hi_logs if s else np.nan, "stream_noise_floor": s_floor,
@@ -147,6 +150,21 @@ def _pooled_row(found: list, row: str, reference: str, n_boot: int, seed: int,
             "stream_verdict": "-" if s is None else pooled.verdict(s, s_floor) if row != reference else
             "the reference itself",
             "skipped": sum(row in rows for rows in skipped.values())}
+
+
+def pooled_headroom(lines: Sequence[dict]) -> float:
+    """The headroom share on the pooled (geometric) scale: ``mean log(F / row) / mean log(F / C)`` over the logs.
+
+    ``F`` is FCFS+EASY's mean bsld on a log, ``C`` the clairvoyant row's; NaN where a log lacks either.
+
+    >>> pooled_headroom([{"fcfs_bsld": 4.0, "bsld": 2.0, "clairvoyant_bsld": 1.0}])
+    0.5
+    """
+    rows = [(line["fcfs_bsld"], line["bsld"], line["clairvoyant_bsld"]) for line in lines]
+    if not rows or any(np.isnan(v) for r in rows for v in r):
+        return float("nan")
+    room = np.mean([math.log(f / c) for f, _, c in rows])
+    return float(np.mean([math.log(f / x) for f, x, _ in rows]) / room) if room > 0 else float("nan")
 
 
 def pooled_of(row: pd.Series) -> pooled.Pooled:
@@ -238,7 +256,8 @@ def leaderboard(pooled_table: pd.DataFrame, logs: pd.DataFrame, skipped: dict[st
             "logs": table["logs"], "windows": table["windows"],
             "wins/ties/losses": [f"{w}/{t}/{lo}" for w, t, lo in zip(table["wins"], table["ties"], table["losses"],
                                                                     strict=True)],
-            "headroom": table["headroom"],
+            "headroom (median; pooled)": [f"{h:.0%}; {g:.0%}" if not math.isnan(h) else "-" for h, g in
+                                          zip(table["headroom"], table["headroom_pooled"], strict=True)],
             "whole split (this suite)": [f"{r:.3f} ({lo:.3f}-{hi:.3f})" if not math.isnan(r) else "-" for r, lo, hi in
                                          zip(table["stream_ratio"], table["stream_lo"], table["stream_hi"],
                                              strict=True)],
