@@ -15,9 +15,10 @@ run (read with ``--format``, ``--machine`` and the other reading options, which 
 log: every disjoint window of ``--window`` jobs of the test split (the last 30%), and the whole test split as one
 stream (``--no-whole-split`` skips it).
 
-**Rows.** A scheduler is ``SPEC+BACKFILL``: any spelling of :func:`hpcgym.sim.heuristics.resolve` (``saf``,
+**Rows.** A scheduler is ``[LABEL=]SPEC+BACKFILL``: any spelling of :func:`hpcgym.sim.heuristics.resolve` (``saf``,
 ``tuned``, ``tuned-learned``, ``saf-learned``, ``saf@last2``, ``tuned:FIT.json``, ``package.module:attr``) and
-``none``, ``easy`` or ``conservative``. ``tuned`` and the learned rows read each log's own fit (shipped for every
+``none``, ``easy`` or ``conservative``; ``{log}`` in SPEC stands for each log's name (a fit file per log), and
+LABEL names the row. ``tuned`` and the learned rows read each log's own fit (shipped for every
 suite log; ``python -m baselines.refit`` remakes them). ``--model [LABEL=]PATH`` adds a trained run (its agent and
 its cloned start) or an SB3 zip; a LABEL given to several runs makes one row, each run judged on the log it trained
 on. FCFS+EASY (the baseline) and the clairvoyant row (the headroom's top) always run.
@@ -125,10 +126,27 @@ def models_of(specs: Sequence[str]) -> tuple[Model, ...]:
     return tuple(out)
 
 
+def rows_of(args: Args) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
+    """The rows and the references; a reference is a row's label or spec, or a row of its own (then added).
+
+    Raises:
+        ValueError: a malformed row.
+    """
+    rows = [Row.parse(s) for s in args.schedulers]
+    references = []
+    for text in args.reference:
+        found = next((r for r in rows if text in (r.label, f"{r.spec}+{r.backfill}")), None)
+        if found is None:
+            found = Row.parse(text)
+            if found.label != BASELINE:  # FCFS+EASY always runs
+                rows.append(found)
+        references.append(found)
+    return tuple(rows), tuple(references)
+
+
 def tasks_of(args: Args) -> list[Task]:
     """One task per log."""
-    rows = tuple(Row.parse(s) for s in args.schedulers)
-    references = tuple(Row.parse(s) for s in args.reference)
+    rows, references = rows_of(args)
     cache = args.cache or str(Path(args.out) / "cache")
     models = models_of(args.model)
     return [Task(log, rows, references, models, args.window, args.draws, args.sd, args.seed,
@@ -173,7 +191,7 @@ def run(args: Args, command: str = "") -> pd.DataFrame:
     blocks = [r.blocks for r in finished if not r.blocks.empty]
     per_block = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame()
     skipped = {r.name: r.skipped for r in finished if r.name in in_suite}
-    references = [Row.parse(s).label for s in args.reference]
+    references = [r.label for r in rows_of(args)[1]]
     per_log, pooled_table = bench_report.tables(per_window, per_block, in_suite, references, args.boot, args.seed,
                                                 skipped)
     for name, table in (("logs.csv", logs), ("per_window.csv", per_window), ("per_block.csv", per_block),
@@ -217,11 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise cli.UsageError(f"--backend must be local or ray, not {args.backend!r}")
     if args.window < 2 or args.workers < 1 or args.draws < 0 or args.boot < 100 or not args.sd >= 0:
         raise cli.UsageError("--window >= 2, --workers >= 1, --draws >= 0, --boot >= 100 and --sd >= 0, please")
-    for text in [*args.schedulers, *args.reference]:
-        Row.parse(text)
-    missing = [r for r in args.reference if r not in args.schedulers and r != BASELINE]
-    if missing:
-        args.schedulers = [*args.schedulers, *missing]  # a reference is a row of its own tables too
+    rows_of(args)  # a malformed row fails before any work
     cli.load_jit()
     began = time.perf_counter()
     command = "python -m experiments.bench " + shlex.join(sys.argv[1:] if argv is None else list(argv))

@@ -54,30 +54,44 @@ CLAIRVOYANT_ROW = f"{CLAIRVOYANT}+easy"
 
 @dataclass(frozen=True)
 class Row:
-    """A row of the bench: a heuristic spec (anything :func:`hpcgym.sim.heuristics.resolve` takes) and a backfill."""
+    """A row of the bench: a heuristic spec (anything :func:`hpcgym.sim.heuristics.resolve` takes) and a backfill.
+
+    ``{log}`` in the spec stands for each log's name (a fit per log: ``tuned:fits/{log}-easy.json``); ``name``, when
+    given, is the row's label instead of ``<spec>+<backfill>``.
+    """
 
     spec: str
     backfill: str
+    name: str = ""
 
     @property
     def label(self) -> str:
-        """The row's name in every table: ``<spec>+<backfill>``."""
-        return f"{self.spec}+{self.backfill}"
+        """The row's name in every table: its ``name``, else ``<spec>+<backfill>``."""
+        return self.name or f"{self.spec}+{self.backfill}"
+
+    def on(self, log: str) -> str:
+        """The spec on ``log`` (``{log}`` filled in)."""
+        return self.spec.replace("{log}", log)
 
     @classmethod
     def parse(cls, text: str) -> Row:
-        """``SPEC+BACKFILL`` (``saf+easy``, ``tuned:fit.json+none``); a bare ``SPEC`` is ``SPEC+easy``.
+        """``[LABEL=]SPEC+BACKFILL`` (``saf+easy``, ``mine=tuned:fits/{log}.json+none``); a bare ``SPEC`` is ``+easy``.
 
         Raises:
-            ValueError: an unknown backfill mode.
+            ValueError: an unknown backfill mode, or an empty label.
         """
-        spec, plus, backfill = text.rpartition("+")
+        name, eq, rest = text.partition("=")
+        if not eq:
+            name, rest = "", text
+        elif not name.strip():
+            raise ValueError(f"{text!r}: the label before '=' is empty")
+        spec, plus, backfill = rest.rpartition("+")
         if not plus:
-            return cls(text, "easy")
+            return cls(rest, "easy", name.strip())
         if backfill not in ("none", "easy", "conservative"):
             raise ValueError(f"{text!r}: the backfilling after '+' must be none, easy or conservative, not "
                              f"{backfill!r}")
-        return cls(spec, backfill)
+        return cls(spec, backfill, name.strip())
 
 
 @dataclass(frozen=True)
@@ -281,7 +295,7 @@ def _clairvoyant(runner: Runner, add: Any) -> str:
 def _resolved(row: Row, split: Split, skipped: dict[str, str]) -> PriorityPolicy | None:
     """The row's policy on this log, or None with the reason in ``skipped``."""
     try:
-        policy = heuristics.resolve(row.spec, split.spec.name, row.backfill)
+        policy = heuristics.resolve(row.on(split.spec.name), split.spec.name, row.backfill)
     except (ValueError, FileNotFoundError) as exc:
         skipped[row.label] = " ".join(str(exc).split())
         return None
@@ -296,7 +310,7 @@ def _near_copies(ref: Row, split: Split, task: Task, add: Any, result: LogResult
     """The reference's jittered copies on this log's windows (none where it did not run or is no weighted sum)."""
     if ref.label in result.skipped or task.draws == 0:
         return
-    policy = heuristics.resolve(ref.spec, split.spec.name, ref.backfill)
+    policy = heuristics.resolve(ref.on(split.spec.name), split.spec.name, ref.backfill)
     try:
         copies = [jittered(policy, task.sd, task.seed + j, f"{policy.name}~{j}") for j in range(task.draws)]
     except ValueError as exc:

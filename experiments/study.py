@@ -8,6 +8,9 @@ Examples::
     python -m experiments.study --backend ray --address auto                       # on a running Ray cluster
     python -m experiments.study --seeds 0 1 2 3 4 -- --envs 8 --val-windows 8      # flags for every training run
 
+``--suite`` asks the same question on every log of the benchmark suite at once, with ``tuned`` and the learned
+runtime predictor as the learners (``python -m experiments.study --suite --help``; :mod:`experiments.suite_study`).
+
 Sources (``--sources``, default all nine): ``real`` trains on the real training part; the generators
 ``arrivals``, ``lublin``, ``gaussiancopula``, ``ctgan``, ``tvae``, ``copulagan`` and ``realtabformer`` train on
 samples of that model fitted on the training part; ``mixed`` trains on real windows and samples of
@@ -91,7 +94,15 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the study; exit 1 when a fit, run or fidelity score failed (the rest is still reported)."""
+    """Run the study; exit 1 when a fit, run or fidelity score failed (the rest is still reported).
+
+    ``--suite`` runs the study on every suite log instead (:mod:`experiments.suite_study`, its own flags).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--suite" in argv:
+        from experiments import suite_study
+
+        return suite_study.main([a for a in argv if a != "--suite"])
     args = parse_args(argv)
     started = time.time()
     study = Study(args)

@@ -123,6 +123,11 @@ def test_row_specs():
     assert bench_log.Row.parse("tuned:fits/x.json+none") == bench_log.Row("tuned:fits/x.json", "none")
     with pytest.raises(ValueError, match="backfilling"):
         bench_log.Row.parse("saf+eazy")
+    row = bench_log.Row.parse("mine=tuned:fits/{log}-easy.json+none")
+    assert (row.label, row.backfill, row.on("theta")) == ("mine", "none", "tuned:fits/theta-easy.json")
+    args = bench.Args(schedulers=["mine=saf+easy"], reference=["mine", "sjf+easy"])
+    rows, refs = bench.rows_of(args)
+    assert [r.label for r in refs] == ["mine", "sjf+easy"] and [r.label for r in rows] == ["mine", "sjf+easy"]
 
 
 def test_the_rule():
