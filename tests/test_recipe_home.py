@@ -315,6 +315,35 @@ def test_a_run_folders_settings_and_per_window_results_have_one_reader_each():
     assert named == ["runs.py"]  # one name
 
 
+def test_the_algorithms_hyper_parameters_reach_sb3(tmp_path):
+    """Every ``Algorithm`` field with ``sb3=`` is the constructor's; the DQN's were hard-coded before."""
+    from experiments.protocol import run_data
+    from experiments.training import parts
+
+    base = {"trace": "lublin-256", "workload": "real", "envs": 1, "window": 64, "clone": "", "batch_size": 32}
+    dqn = Recipe.from_settings({**base, "algo": "dqn", "buffer_size": 5000, "learning_starts": 10,
+                                "exploration_fraction": 0.5, "gamma": 0.9})
+    data = run_data(dqn.source, dqn.selection)
+    env = parts.training_env(dqn, resolve(dqn), data, data.fit)
+    model = parts.make_model(dqn.algorithm, parts.dqn_policy(dqn.network), 0, env, RunFolder(tmp_path / "d"))
+    assert (model.buffer_size, model.learning_starts, model.exploration_fraction, model.gamma, model.batch_size) == (
+        5000, 10, 0.5, 0.9, 32)
+    ppo = Recipe.from_settings({**base, "kl_coef": 0.5, "n_steps": 32, "n_epochs": 2, "clip_range": 0.1})
+    policy = parts.network(ppo.network, None, True, 1000.0, data.machine.nodes)
+    model = parts.make_model(ppo.algorithm, policy, 0, env, RunFolder(tmp_path / "p"))
+    assert (model.n_steps, model.n_epochs, model.batch_size, model.target_kl) == (32, 2, 32, None)
+    assert model.clip_range(1.0) == 0.1 and model.ent_coef == 0.5  # the KL's weight: PPO's one regularizer term
+
+
+def test_the_architecture_page_states_the_claims_these_tests_keep():
+    page = (REPO / "docs" / "architecture.md").read_text()
+    row = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `experiments/")}
+    assert "the one home of run settings" in row["`experiments/recipe.py`"]
+    assert "validated where defined" in row["`experiments/recipe.py`"]
+    assert "the one reader of per-window results" in row["`experiments/results.py`"]
+    assert "`experiments.runs.RunFolder.recipe`" in page  # the one reader of a run's settings
+
+
 def test_train_args_are_the_recipe_and_the_seeds():
     fields = [f.name for f in dataclasses.fields(train.Args)]
     assert fields == ["recipe", "seeds", "jobs"]
