@@ -474,11 +474,14 @@ class Resolved:
     predictor: str  #: the runtime predictor of every environment of the run (:func:`protocol.environment_predictor`)
 
 
-def resolve(recipe: Recipe) -> Resolved:
+def resolve(recipe: Recipe, playing: bool = False) -> Resolved:
     """Find what ``recipe`` names: the synthesizer, the ``--tuned`` fit and the heuristics (it reads their files).
 
     A ``--tuned workload`` run's ``tuned`` is the trace's own fit until the run has fitted its own
     (:func:`experiments.protocol.resolve_heuristic`): resolve the recipe again once it names the fit's file.
+    ``playing``: only what a trained run's networks play with, its heuristics and its predictor, not the inputs of
+    its training (the synthesizer, the ``--tuned`` file unless a heuristic reads it, the warm start's teacher rule):
+    a finished run's fitted folder may be gone.
 
     Raises:
         cli.UsageError: a name that cannot be found, or a warm start whose teacher reads estimates the environment
@@ -487,9 +490,9 @@ def resolve(recipe: Recipe) -> Resolved:
     from baselines import tuned
 
     source, env = recipe.source, recipe.environment
-    if source.workload != "real":
+    if source.workload != "real" and not playing:
         check_synthesizer(source.synthesizer)
-    if source.tuned and source.tuned != protocol.TUNED_ON_WORKLOAD:
+    if source.tuned and source.tuned != protocol.TUNED_ON_WORKLOAD and not playing:
         try:
             tuned.load(source.tuned)
         except ValueError as exc:
@@ -507,7 +510,7 @@ def resolve(recipe: Recipe) -> Resolved:
     imitated = [p for p in (found["prior"], found["clone"], order) if p is not None]
     named = Resolved(found["clone"], found["baseline"], order, found["prior"],
                      protocol.environment_predictor(env.predictor, imitated))
-    if named.clone is not None:
+    if named.clone is not None and not playing:
         _check_teacher(recipe, named)
     return named
 

@@ -358,7 +358,7 @@ class RunFolder:
                                    (self.cloned, "cloned", " (cloned, no RL)")):
             if path.exists():
                 model, recipe = self.load_network(path)
-                env = env if env is not None else agent_env(recipe, resolve(recipe))
+                env = env if env is not None else agent_env(recipe, resolve(recipe, playing=True))
                 mine = dict(env)
                 out[self.name + suffix] = Agent(model, backfill=mine.pop("backfill"), slots=mine.pop("slots"),
                                                 order=mine.pop("order"), kind=kind,

@@ -160,6 +160,17 @@ def test_building_checking_and_replacing_a_recipe_reads_no_file(monkeypatch):
         resolve(made.replace(workload="real"))
 
 
+def test_a_trained_runs_networks_play_without_its_training_inputs():
+    """Evaluating a finished run needs its heuristics, not the fitted synthesizer or the fit file it trained with."""
+    gone = Recipe.from_settings({"trace": "lublin-256", "synthesizer": "/nowhere/fitted", "tuned": "/nowhere/f.json"})
+    with pytest.raises(cli.UsageError, match="--synthesizer"):
+        resolve(gone)
+    named = resolve(gone, playing=True)
+    assert (named.order.name, named.predictor) == ("saf", "walltime")
+    with pytest.raises(cli.UsageError, match="--order: .*f.json"):  # a heuristic that reads the fit still needs it
+        resolve(gone.replace(order="tuned"), playing=True)
+
+
 def test_resolve_finds_every_name_of_the_recipe():
     made = Recipe.from_settings({"trace": "sdsc-sp2", "workload": "real", "clone": "tuned@exact", "order": "sjbf",
                                  "baseline": "fcfs", "backfill": "easy"})

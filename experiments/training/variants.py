@@ -55,7 +55,7 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
     data = protocol.run_data(recipe.source, sel)
     starts = protocol.validation_starts(data, sel.val_length, count, seed)
     env = dict(machine=data.machine, workload=data.validation, window=sel.val_length, split="all",
-               time_scale=run.time_scale(), **agent_env(recipe, resolve(recipe)))
+               time_scale=run.time_scale(), **agent_env(recipe, resolve(recipe, playing=True)))
     # a taught residual's prior has no file
     start = {"cloned": run.cloned, "untrained": run.untrained}.get(run.chosen_start())
     out = {}
