@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from experiments.train import Args
+from experiments.recipe import Network
 
 
 def env_kwargs(trace: str) -> dict:
@@ -111,7 +111,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="theta")
     ap.add_argument("--timesteps", type=int, default=20_000)
-    ap.add_argument("--ranks", default=Args.ranks, help="the scorer's rank columns")
+    ap.add_argument("--ranks", default=Network.ranks, help="the scorer's rank columns")
     ap.add_argument("--k", type=int, default=8, help="candidates of the all-candidates variant")
     args = ap.parse_args()
     warnings.simplefilter("ignore")

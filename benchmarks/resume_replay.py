@@ -31,13 +31,14 @@ def main() -> None:
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
     from experiments.protocol import run_data
-    from experiments.recipe import Recipe
+    from experiments.recipe import Recipe, resolve
     from experiments.training import parts
 
     recipe = Recipe.from_settings({"trace": opts.trace, "workload": opts.workload, "runs_dir": opts.runs_dir})
     data = run_data(recipe.source, recipe.selection)
     workload = parts.training_workload(recipe.source, recipe.run.seed, recipe.run.runs_dir, data)
-    env = parts.training_env(recipe, data, workload)  # recorded and seeded, as a run's (no monitor file)
+    named = resolve(recipe)
+    env = parts.training_env(recipe, named, data, workload)  # recorded and seeded, as a run's (no monitor file)
     rng = np.random.default_rng(0)
     obs = env.reset()
     started = time.perf_counter()
@@ -48,7 +49,7 @@ def main() -> None:
     record_s = time.perf_counter() - started
     history = env.history()
     size = len(gzip.compress(pickle.dumps(history, protocol=pickle.HIGHEST_PROTOCOL), mtime=0))
-    fresh = parts.training_env(recipe, data, workload)
+    fresh = parts.training_env(recipe, named, data, workload)
     started = time.perf_counter()
     replayed = fresh.replay(history)
     replay_s = time.perf_counter() - started

@@ -20,7 +20,7 @@ import argparse
 import time
 import warnings
 
-from experiments.train import Args
+from experiments.recipe import Network
 
 
 def measure(model, timesteps: int) -> float:
@@ -36,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="theta-v0")
     ap.add_argument("--timesteps", type=int, default=20_000)
-    ap.add_argument("--ranks", default=Args.ranks, help="the scorer's rank columns on the last row")
+    ap.add_argument("--ranks", default=Network.ranks, help="the scorer's rank columns on the last row")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import torch

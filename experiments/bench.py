@@ -55,6 +55,7 @@ from experiments import bench_report, suite
 from experiments.arguments import flag, parse, parser
 from experiments.bench_log import BASELINE, LogResult, Model, Row, Task, run_log
 from experiments.fanout import Executor
+from experiments.runs import PER_WINDOW
 from hpcgym import cli, jit, traces
 from hpcgym import io as hpcgym_io
 
@@ -121,7 +122,7 @@ def models_of(specs: Sequence[str]) -> tuple[Model, ...]:
             if not Path(path).is_dir():
                 raise cli.UsageError(f"--model {label}={path}: several runs share a label only as run folders (each "
                                      "is judged on the log it trained on)")
-            own = (traces.name_of(RunFolder(path).settings()["trace"]),)
+            own = (traces.name_of(RunFolder(path).recipe().source.trace),)
         out.append(Model(label, path, own))
     return tuple(out)
 
@@ -194,7 +195,7 @@ def run(args: Args, command: str = "") -> pd.DataFrame:
     references = [r.label for r in rows_of(args)[1]]
     per_log, pooled_table = bench_report.tables(per_window, per_block, in_suite, references, args.boot, args.seed,
                                                 skipped)
-    for name, table in (("logs.csv", logs), ("per_window.csv", per_window), ("per_block.csv", per_block),
+    for name, table in (("logs.csv", logs), (PER_WINDOW, per_window), ("per_block.csv", per_block),
                         ("per_log.csv", per_log), ("pooled.csv", pooled_table)):
         hpcgym_io.write_table(table, out / name)
     hpcgym_io.write_text(out / "leaderboard.md", bench_report.leaderboard(pooled_table, logs, skipped, command))

@@ -27,15 +27,16 @@ import numpy as np
 import pandas as pd
 
 from experiments import stream
+from experiments.recipe import Source
 from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder, check_distinct
 from hpcgym import cli, metrics
 from hpcgym import io as hpcgym_io
 
 
-def label(args: dict) -> str:
-    """Training data of a run, e.g. ``real``, ``synthetic:arrivals``, ``mixed:tvae``."""
-    return args["workload"] if args["workload"] == "real" else f"{args['workload']}:{args['synthesizer']}"
+def label(source: Source) -> str:
+    """Training data of a run (its recipe's source), e.g. ``real``, ``synthetic:arrivals``, ``mixed:tvae``."""
+    return source.workload if source.workload == "real" else f"{source.workload}:{source.synthesizer}"
 
 
 def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
@@ -49,23 +50,24 @@ def load_runs(runs: Sequence[Path]) -> pd.DataFrame:
     check_distinct(folders)
     rows, first, seeds = [], None, {}
     for run in folders:
-        args = run.settings()
-        twin = seeds.setdefault((label(args), args.get("seed")), run)
+        recipe = run.recipe()
+        source, seed = recipe.source, recipe.run.seed
+        twin = seeds.setdefault((label(source), seed), run)
         if twin is not run:
-            raise ValueError(f"{twin.path} and {run.path} both trained on {label(args)} with seed {args.get('seed')}: "
+            raise ValueError(f"{twin.path} and {run.path} both trained on {label(source)} with seed {seed}: "
                              "the table counts each training source's runs as its seeds, so that seed would count "
                              "twice; give one run per source and seed")
         results = Windows.read(run.per_window)
         ref = results.bsld(BASELINE)
-        key = (args["trace"], results.fingerprint(BASELINE))
+        key = (source.trace, results.fingerprint(BASELINE))
         first = first or (run, key)
         if key != first[1]:
             raise ValueError(f"{run} and {first[0]} were not evaluated on the same windows (trace "
-                             f"{args['trace']} vs {first[1][0]}, {len(key[1])} vs {len(first[1][1])} windows); "
+                             f"{source.trace} vs {first[1][0]}, {len(key[1])} vs {len(first[1][1])} windows); "
                              "evaluate them together with experiments.evaluate first")
         for a in results.agents.itertuples():
-            rows.append({"run": run.name, "trained_on": label(args), "algo": args["algo"], "trace": args["trace"],
-                         "window": a.window, "bsld": a.bsld, "reference_bsld": ref[a.window]})
+            rows.append({"run": run.name, "trained_on": label(source), "algo": recipe.algorithm.algo,
+                         "trace": source.trace, "window": a.window, "bsld": a.bsld, "reference_bsld": ref[a.window]})
     return pd.DataFrame(rows)
 
 
@@ -116,9 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     windows = load_runs(args.runs)  # a mistake is one error line (hpcgym.cli.run)
     table = tstr_table(windows)
-    settings = [RunFolder(r).settings() for r in args.runs]
-    trace = settings[0]["trace"]
-    backfills = sorted({s.get("backfill", "none") for s in settings})
+    recipes = [RunFolder(r).recipe() for r in args.runs]
+    trace = recipes[0].source.trace
+    backfills = sorted({r.environment.backfill for r in recipes})
     head = (f"{trace}, test split (last 30%), {windows['window'].nunique()} windows per run; agents' backfill "
             f"{'/'.join(backfills)}, baseline {BASELINE}; mean bounded slowdown over windows with a 95% bootstrap CI")
     text = head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:,.3f}")

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from experiments import evaluation, runs
-from experiments.arguments import TRACE_FLAGS
 from experiments.runs import Agent, RunFolder
 from hpcgym import cli
 
@@ -48,14 +47,14 @@ def __getattr__(name: str) -> Any:
 
 def _runs_trace(run_dirs: Sequence[Path], read: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The trace the runs trained on (they must agree), with how they read it; theta without runs."""
-    saved = {RunFolder(run).settings().get("trace") for run in run_dirs}
+    sources = [RunFolder(run).recipe().source for run in run_dirs]
+    saved = {source.trace for source in sources}
     if len(saved) > 1:
         raise ValueError(f"the runs trained on different traces {sorted(saved)}: pick one with --trace")
     if not run_dirs:
         return "theta", read
-    args = RunFolder(run_dirs[0]).settings()
     given = {k: v for k, v in read.items() if v is not None}
-    return args["trace"], {**{k: args.get(k) or None for k in TRACE_FLAGS}, **given}
+    return sources[0].trace, {**sources[0].read_kwargs(), **given}
 
 
 def default_out(folders: Sequence[RunFolder], trace: str | None, cross: str | None = None) -> Path:
@@ -66,7 +65,7 @@ def default_out(folders: Sequence[RunFolder], trace: str | None, cross: str | No
     """
     if not folders:
         return Path("eval")
-    own = folders[0].settings().get("trace")
+    own = folders[0].recipe().source.trace
     if cross is None and (trace is None or trace == own):
         return folders[0].eval
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(cross or trace).name).strip("_") or "trace"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from experiments import tables
-from experiments.runs import BASELINE, PER_WINDOW
+from experiments.results import Windows
+from experiments.runs import BASELINE
 from experiments.stream import FILE as STREAM
 from hpcgym import io as hpcgym_io
 
@@ -64,7 +65,7 @@ def read(root: Path = ROOT) -> tuple[pd.DataFrame, pd.DataFrame]:
     A scheduler that two files of one trace hold (the heuristics, on the same windows) is kept from the first.
     """
     manifest = pd.read_csv(root / RESULTS / MANIFEST, dtype=str)
-    parts = [pd.read_csv(root / RESULTS / row.file).assign(trace=row.trace, date=row.date, seeds=row.seeds)
+    parts = [Windows.read(root / RESULTS / row.file).table.assign(trace=row.trace, date=row.date, seeds=row.seeds)
              for row in manifest.itertuples()]
     windows = pd.concat(parts, ignore_index=True).drop_duplicates(["trace", "scheduler", "window"])
     windows.loc[~windows["kind"].isin(AGENT_KINDS), "seeds"] = "-"  # heuristics do not depend on a seed
@@ -345,7 +346,7 @@ def add(folder: Path, trace: str, date: str, seeds: str, command: str, backfill:
     Returns:
         The file written.
     """
-    per_window = pd.read_csv(folder / PER_WINDOW)
+    per_window = Windows.read(folder).table
     per_window = per_window.loc[per_window["backfill"] == backfill, PER_WINDOW_COLUMNS].round({"bsld": 6})
     name = f"{folder.parent.name if folder.name == 'eval' else folder.name}.csv"
     hpcgym_io.write_table(per_window, root / RESULTS / name)

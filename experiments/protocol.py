@@ -6,14 +6,13 @@ The trace is split chronologically, 70% train and 30% test (:func:`hpcgym.traces
 stretches, and the last ``val_fraction`` of each is held out (validation windows never straddle two of them).
 Fixed validation windows (:func:`validation_starts`, seed 0: the same for every run) pick the checkpoint kept and
 the warm start; :func:`validation_references` puts heuristics on the same windows. The test split is left to the
-evaluation (:mod:`experiments.evaluate`). :func:`agent_env` gives the environment a run's networks play in, the same
-in training, validation and evaluation.
+evaluation (:mod:`experiments.evaluate`). :func:`environment_predictor` gives the runtime predictor of the
+environment a run's networks play in (its other settings: :func:`experiments.recipe.agent_env`).
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -74,7 +73,7 @@ def load_data(args: TraceReading, val_fraction: float, periods: int = 1) -> Data
 
 
 class ValidationPart(Protocol):
-    """Where the validation part comes from (``experiments.recipe.Selection``, or a flat ``Args``)."""
+    """Where the validation part comes from (``experiments.recipe.Selection``)."""
 
     val_fraction: float
     val_periods: int
@@ -167,19 +166,6 @@ def resolve_heuristic(name: str, *, trace: str, backfill: str = "none", tuned_fi
     return priorities.resolve(base + at + predictor, trace, backfill)
 
 
-def heuristic(name: str, settings: Mapping[str, Any]) -> Any:
-    """Deprecated: :func:`resolve_heuristic` with a run's ``trace``, ``backfill`` and ``tuned`` settings."""
-    warnings.warn("experiments.protocol.heuristic(name, settings) is deprecated: call resolve_heuristic(name, "
-                  "trace=..., backfill=..., tuned_fit=...)", DeprecationWarning, stacklevel=2)
-    return resolve_heuristic(name, **heuristic_context(settings))
-
-
-def heuristic_context(settings: Mapping[str, Any]) -> dict[str, str]:
-    """The keywords of :func:`resolve_heuristic` that a run's saved settings (``args.json``) hold."""
-    return {"trace": settings.get("trace", ""), "backfill": settings.get("backfill", "none"),
-            "tuned_fit": settings.get("tuned", "")}
-
-
 def environment_predictor(predictor: str, imitated: Iterable[PriorityPolicy]) -> str:
     """The runtime predictor of a run's environment: ``predictor`` when given, else that of the heuristics it imitates.
 
@@ -206,30 +192,3 @@ def imitated(prior: str, clone: str, order: str, backfill: str, **context: str) 
     """
     order = order if backfill != "none" else ""
     return (resolve_heuristic(name, backfill=backfill, **context) for name in (prior, clone, order) if name)
-
-
-def predictor_of(settings: Mapping[str, Any]) -> str:
-    """The runtime predictor a run's environment uses, from its saved settings (:func:`environment_predictor`).
-
-    A run saved before predictors (no ``predictor`` setting) and on the walltimes gives ``walltime``.
-    """
-    context = heuristic_context(settings)
-    found = imitated(settings.get("prior") or "", settings.get("clone") or "", settings.get("order") or "",
-                     context.pop("backfill"), **context)
-    return environment_predictor(settings.get("predictor") or "", found)
-
-
-def agent_env(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The :class:`~hpcgym.env.SchedulingEnv` settings of a run's networks, from its saved settings (``args.json``).
-
-    Backfilling, slots, the backfill scan order (a policy), the predictor, the observation's columns and the action
-    mode; a setting a run saved before it existed takes its old behaviour.
-    """
-    backfill = settings.get("backfill", "none")
-    order = settings.get("order") if backfill != "none" else None
-    action = settings.get("action", "pick")
-    return {"backfill": backfill, "slots": settings.get("slots", 128),
-            "order": resolve_heuristic(order, **heuristic_context(settings)) if order else None,
-            "predictor": predictor_of(settings),
-            "features": settings.get("features", "v0"), "action": action,
-            **({"hold_limit": settings.get("hold_limit", 3600)} if action == "hold" else {})}

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runs import PER_WINDOW
+
 AGENT = "agent"
 #: the networks RL starts from
 STARTS = ("cloned", "untrained")
@@ -35,8 +37,6 @@ CLAIRVOYANT = "clairvoyant"
 REFERENCES = (HEURISTIC, CLAIRVOYANT)
 #: the columns every per-window table has (``wait``, ``utilization``, ``start`` and ``block`` where known)
 COLUMNS = ("scheduler", "kind", "backfill", "window", "bsld")
-#: the file :mod:`experiments.evaluate` writes (also :data:`experiments.runs.PER_WINDOW`)
-FILE = "per_window.csv"
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Windows:
     def read(cls, path: str | Path) -> Windows:
         """Read ``per_window.csv``, or the one in the folder ``path`` (a run's ``eval/``)."""
         path = Path(path)
-        return cls(pd.read_csv(path / FILE if path.is_dir() else path))
+        return cls(pd.read_csv(path / PER_WINDOW if path.is_dir() else path))
 
     def of_kind(self, *kinds: str) -> pd.DataFrame:
         """The rows of the given kinds, in the table's order."""

@@ -5,7 +5,7 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
 ``experiments.train`` writes one folder per run, ``<runs dir>/<run name>/`` (:class:`RunFolder`):
 
 ==========================  ======================================================================================
-``args.json``               the run's settings as given (``experiments.train.Args``)
+``args.json``               the run's recipe (:class:`experiments.recipe.Recipe`; read back by :meth:`RunFolder.recipe`)
 ``scales.json``             the observation time scale the run resolved (``args.json`` keeps ``--time-scale``)
 ``model.zip``               the network kept: the best on the validation windows (else the last)
 ``last.zip``, ``best.zip``  the final network, and the best one on validation so far
@@ -27,9 +27,10 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
 (:class:`AgentModel`: SB3's ``predict``), with the environment settings it plays with.
 
 Runs are named ``<base>-s<seed>`` (:func:`run_name`), the base being ``--run-name`` or ``<trace>-<workload>-<algo>``
-(:func:`default_base`); the table across the seeds of one base goes to ``<base>-seeds/`` (:func:`seeds_folder`).
-Every table compares with :data:`BASELINE`. The fit cache of a runs folder is ``<runs dir>/cache/``
-(:func:`fit_cache`). No other module of ``experiments`` spells a file name of these folders.
+(:func:`default_base`; both defined with the recipe that names the run, :mod:`experiments.recipe`); the table across the
+seeds of one base goes to ``<base>-seeds/`` (:func:`seeds_folder`). Every table compares with :data:`BASELINE`. The fit
+cache of a runs folder is ``<runs dir>/cache/`` (:func:`fit_cache`). No other module of ``experiments`` spells a file
+name of these folders.
 """
 
 from __future__ import annotations
@@ -42,20 +43,20 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from baselines.grid import label
-from experiments.protocol import BASELINE_HEURISTIC, agent_env
+from experiments.protocol import BASELINE_HEURISTIC
+from experiments.recipe import RUNS_DIR as RUNS_DIR  # the names of runs live with the recipe that names them
+from experiments.recipe import Recipe, agent_env, fields, flag_of, resolve
+from experiments.recipe import default_base as default_base
+from experiments.recipe import run_name as run_name
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 
-T = TypeVar("T")
-
-#: where ``experiments.train`` puts run folders unless ``--runs-dir`` says otherwise
-RUNS_DIR = "runs"
 #: the name of the scheduler every results table compares with (:data:`experiments.protocol.BASELINE_HEURISTIC`)
 BASELINE = label(*BASELINE_HEURISTIC)
 #: an evaluation's files (in a run's ``eval/``, or any ``experiments.evaluate --out`` folder)
@@ -72,16 +73,6 @@ NAME_MAX = 255
 
 
 # ---- names -----------------------------------------------------------------------------------------------------
-def default_base(trace_label: str, workload: str, algo: str) -> str:
-    """The name shared by the seeds of one setting when ``--run-name`` is not given."""
-    return f"{trace_label}-{workload}-{algo}"
-
-
-def run_name(base: str, seed: int) -> str:
-    """A seed's run folder name, ``<base>-s<seed>`` (:func:`base_of` inverts it)."""
-    return f"{base}-s{seed}"
-
-
 def check_name(name: str) -> None:
     """Refuse a run name that is not one plain folder name, or is too long to be one (:class:`cli.UsageError`)."""
     if name in ("", ".", "..") or "/" in name or "\0" in name or (os.altsep and os.altsep in name):
@@ -255,9 +246,22 @@ class RunFolder:
         return str(self.path)
 
     # ---- reading ----
-    def settings(self) -> dict[str, Any]:
-        """The saved ``args.json``."""
-        return json.loads(self.args_json.read_text())
+    def recipe(self) -> Recipe:
+        """The run's recipe: its ``args.json`` (of any version) read back, the one reader of a run's settings.
+
+        Raises:
+            cli.UsageError: the file is unreadable, is not a training run's, or holds settings that cannot run.
+        """
+        try:
+            settings = json.loads(self.args_json.read_text())
+        except (OSError, ValueError) as exc:
+            raise cli.UsageError(f"{self.args_json}: unreadable ({cli.message(exc)})") from None
+        if not isinstance(settings, dict) or "algo" not in settings:
+            raise cli.UsageError(f"{self.args_json}: not the settings of a training run (no 'algo')")
+        try:
+            return Recipe.from_settings(settings)
+        except (cli.UsageError, TypeError) as exc:
+            raise cli.UsageError(f"{self.args_json}: {cli.message(exc)}") from None
 
     def check(self, need: str = "settings") -> RunFolder:
         """Refuse (:class:`cli.UsageError`, one line) a folder that is not a readable run holding what is needed.
@@ -276,12 +280,7 @@ class RunFolder:
         if not self.args_json.exists():
             raise cli.UsageError(f"{self.path} is not a training run folder (it has no {self.args_json.name}); give "
                                  "a folder that experiments.train wrote")
-        try:
-            settings = self.settings()
-        except (OSError, ValueError) as exc:
-            raise cli.UsageError(f"{self.args_json}: unreadable ({cli.message(exc)})") from None
-        if not isinstance(settings, dict) or "algo" not in settings:
-            raise cli.UsageError(f"{self.args_json}: not the settings of a training run (no 'algo')")
+        self.recipe()
         if need == "model":
             self._check_network(self.model)
         if need == "evaluation" and not self.evaluated():
@@ -299,6 +298,22 @@ class RunFolder:
         if not intact(path):
             raise cli.UsageError(_damaged(path, self))
 
+    def learning_curve(self, kept: bool = False) -> Any:
+        """``learning_curve.csv`` as a table (``timesteps, val_bsld, network``; empty without validation windows).
+
+        ``kept``: only the rows of networks the run could keep (not the warm-start candidates marked "not kept").
+        """
+        import pandas as pd
+
+        if not self.curve.is_file():
+            return pd.DataFrame(columns=["timesteps", "val_bsld", "network"])
+        curve = pd.read_csv(self.curve)
+        return curve[~curve["network"].astype(str).str.contains("not kept")] if kept else curve
+
+    def chosen_start(self) -> str | None:
+        """The network RL started from (``warm_start.json``'s ``chosen``: ``untrained``, ``cloned``, ...), or None."""
+        return json.loads(self.warm_start.read_text()).get("chosen") if self.warm_start.is_file() else None
+
     def evaluated(self) -> bool:
         """Whether the run has an evaluation (``eval/per_window.csv``)."""
         return self.per_window.exists()
@@ -311,38 +326,43 @@ class RunFolder:
         """Write ``scales.json``."""
         hpcgym_io.write_text(self.scales_json, json.dumps({"time_scale": scale}, indent=2))
 
-    def trained_time_scale(self, settings: dict[str, Any]) -> float | None:
+    def trained_time_scale(self, recipe: Recipe) -> float | None:
         """The observation scale the run trained with: ``scales.json``'s, else its ``--time-scale`` (None: unset)."""
         saved = self.time_scale()
-        return saved if saved is not None else settings.get("time_scale") or None
+        return saved if saved is not None else recipe.environment.time_scale or None
 
-    def load_network(self, path: Path) -> tuple[Any, dict[str, Any]]:
-        """A network of the run (``model.zip``: the one best on validation) and the run's settings.
+    def load_network(self, path: Path) -> tuple[Any, Recipe]:
+        """A network of the run (``model.zip``: the one best on validation) and the run's recipe.
 
         Raises:
             cli.UsageError: the file is damaged (with what to do about it).
         """
-        settings = self.settings()
-        if settings["algo"] == "ppo":
+        recipe = self.recipe()
+        if recipe.algorithm.algo == "ppo":
             from sb3_contrib import MaskablePPO as Algorithm
         else:
             from agents.dqn import MaskedDQN as Algorithm
         try:
-            return Algorithm.load(path, device="cpu"), settings
+            return Algorithm.load(path, device="cpu"), recipe
         except (ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # SB3: "wasn't a zip-file", no more
             raise cli.UsageError(_damaged(path, self) + f" ({cli.message(exc)})") from None
 
     def agents(self) -> dict[str, Agent]:
-        """The networks that exist, by row label: the agent, its untrained network, its cloned start."""
-        out = {}
+        """The networks that exist, by row label: the agent, its untrained network, its cloned start.
+
+        Each plays in the run's environment (:func:`experiments.recipe.agent_env`), with the names of its recipe
+        found once (:func:`experiments.recipe.resolve`).
+        """
+        out, env = {}, None
         for path, kind, suffix in ((self.model, "agent", ""), (self.untrained, "untrained", " (untrained)"),
                                    (self.cloned, "cloned", " (cloned, no RL)")):
             if path.exists():
-                model, args = self.load_network(path)
-                env = agent_env(args)
-                out[self.name + suffix] = Agent(model, backfill=env.pop("backfill"), slots=env.pop("slots"),
-                                                order=env.pop("order"), kind=kind,
-                                                time_scale=self.trained_time_scale(args), env=env)
+                model, recipe = self.load_network(path)
+                env = env if env is not None else agent_env(recipe, resolve(recipe, playing=True))
+                mine = dict(env)
+                out[self.name + suffix] = Agent(model, backfill=mine.pop("backfill"), slots=mine.pop("slots"),
+                                                order=mine.pop("order"), kind=kind,
+                                                time_scale=self.trained_time_scale(recipe), env=mine)
         return out
 
     # ---- writing ----
@@ -455,30 +475,27 @@ def _damaged(path: Path, run: RunFolder) -> str:
             "the newest (--resume)")
 
 
-def resumed(args: T, given: set[str], upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> T:
-    """With ``args.resume``: the run's saved settings, with the :data:`RESUMABLE` flags given now.
+def resumed(recipe: Recipe, given: set[str]) -> Recipe:
+    """With ``--resume``: the run's saved recipe, with the :data:`RESUMABLE` settings given now.
 
-    ``args`` is an ``experiments.train.Args`` (``runs_dir``, ``name``, ``resume``); ``given``: the fields given on
-    the command line; ``upgrade``: the saved settings of an older version as today's
-    (``experiments.recipe.upgrade``).
+    ``recipe``: the command line's (the flags given and the defaults); ``given``: the settings given explicitly.
 
     Raises:
         cli.UsageError: there is no such run (with the names of close ones), or a flag given contradicts its settings.
     """
-    if not args.resume:
-        return args
-    folder = RunFolder(Path(args.runs_dir) / args.name)
+    if not recipe.run.resume:
+        return recipe
+    folder, runs_dir, name = RunFolder(recipe.folder), recipe.run.runs_dir, recipe.name
     if not folder.args_json.exists():
-        close = close_runs(args.runs_dir, args.name)
-        raise cli.UsageError(f"--resume: no run {args.name!r} in {args.runs_dir}/" +
+        close = close_runs(runs_dir, name)
+        raise cli.UsageError(f"--resume: no run {name!r} in {runs_dir}/" +
                              (f" (did you mean {', '.join(close)}?)" if close else " (give its --run-name)"))
-    saved = upgrade(folder.settings()) if upgrade else folder.settings()
-    known = {f.name for f in dataclasses.fields(args)}
-    conflicts = [f"--{k.replace('_', '-')} {getattr(args, k)!r} (the run has {saved[k]!r})"
-                 for k in sorted(given - RESUMABLE) if k in saved and saved[k] != getattr(args, k)]
+    saved = folder.recipe()
+    settings = given & {f.name for f in fields()}
+    conflicts = [f"{flag_of(k)} {recipe.get(k)!r} (the run has {saved.get(k)!r})"
+                 for k in sorted(settings - RESUMABLE) if saved.get(k) != recipe.get(k)]
     if conflicts:
         raise cli.UsageError(f"--resume continues {folder.path} with its saved settings; these flags contradict them: "
                              f"{'; '.join(conflicts)}")
-    keep = {k: getattr(args, k) for k in RESUMABLE & given}
-    keep.update(resume=True, run_name=args.name)
-    return dataclasses.replace(type(args)(**{k: v for k, v in saved.items() if k in known}), **keep)
+    keep = {k: recipe.get(k) for k in RESUMABLE & settings}
+    return saved.replace(**{"overwrite": False, **keep, "resume": True, "run_name": name})

@@ -33,22 +33,23 @@ def load(run_dirs: Sequence[Path]) -> pd.DataFrame:
     runs.check_distinct(folders)
     rows, seen, seeds = [], {}, {}
     for run in folders:
-        args = run.settings()
-        twin = seeds.setdefault(args.get("seed"), run)
+        recipe = run.recipe()
+        seed = recipe.run.seed
+        twin = seeds.setdefault(seed, run)
         if twin is not run:
-            raise ValueError(f"{twin.path} and {run.path} both have seed {args.get('seed')}: one seed would count "
+            raise ValueError(f"{twin.path} and {run.path} both have seed {seed}: one seed would count "
                              "twice; give one run per seed")
         results = Windows.read(run.per_window)
         ref = results.fingerprint(BASELINE)
-        key = (args["trace"], args.get("eval_windows"), args.get("eval_length"))
+        key = (recipe.source.trace, recipe.run.eval_windows, recipe.run.eval_length)
         seen.setdefault(key, (run, ref))
         if seen[key][1] != ref or len(seen) > 1:
             raise ValueError(f"{run.path} and {seen[next(iter(seen))][0].path} were not evaluated on the same windows "
                              f"(trace, windows, length: {list(seen)}); evaluate them together first")
         for (scheduler, kind), g in results.table.groupby(["scheduler", "kind"], sort=False):
             role = kind if kind in NETWORKS else scheduler
-            backfill = g["backfill"].iat[0] if "backfill" in g else args.get("backfill", "")
-            rows.append({"run": run.name, "seed": args["seed"], "scheduler": role, "kind": kind,
+            backfill = g["backfill"].iat[0] if "backfill" in g else recipe.environment.backfill
+            rows.append({"run": run.name, "seed": seed, "scheduler": role, "kind": kind,
                          "backfill": backfill, "bsld": g["bsld"].mean(), "windows": len(g)})
     return pd.DataFrame(rows)
 
@@ -96,13 +97,10 @@ def agreement(run_dirs: Sequence[Path], per_seed: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for run in map(RunFolder, run_dirs):
-        if not run.curve.exists():
-            continue
-        curve = pd.read_csv(run.curve)
-        kept = curve[~curve["network"].str.contains("not kept")]
+        kept = run.learning_curve(kept=True)
         if kept.empty:
             continue
-        seed = run.settings()["seed"]
+        seed = run.recipe().run.seed
         start = str(kept["network"].iat[0])
         mine = per_seed[per_seed["seed"] == seed].set_index("scheduler")["bsld"]
         val_start, val_kept = float(kept["val_bsld"].iat[0]), float(kept["val_bsld"].min())
@@ -130,7 +128,7 @@ def paired(run_dirs: Sequence[Path]) -> pd.DataFrame:
 
     The columns of :data:`experiments.stream.PAIRED` after ``run`` and ``seed`` (:func:`.stream.paired_rows`).
     """
-    frames = [stream.paired_rows(run.eval).assign(run=run.name, seed=run.settings().get("seed"))
+    frames = [stream.paired_rows(run.eval).assign(run=run.name, seed=run.recipe().run.seed)
               for run in map(RunFolder, run_dirs)]
     cols = ["run", "seed", *stream.PAIRED]
     frames = [f for f in frames if not f.empty]
@@ -158,12 +156,13 @@ def describe_agreement(agree: pd.DataFrame) -> str:
 
 def describe(per_seed: pd.DataFrame, run_dirs: Sequence[Path], confidence: float = 0.95) -> str:
     """The line that says what the table measured."""
-    args = RunFolder(run_dirs[0]).settings()
+    recipe = RunFolder(run_dirs[0]).recipe()
     seeds = sorted(per_seed["seed"].unique().tolist())
-    return (f"{args['trace']}, test split (last 30%), {int(per_seed['windows'].max())} windows x "
-            f"{args['eval_length']} jobs; {len(seeds)} seeds {seeds}; one value per seed = mean bounded slowdown "
-            f"over the windows; CI: {confidence:.0%} bootstrap over seeds; agents trained on {args['workload']} "
-            f"data with backfill={args['backfill']}; strongest reference: {best_reference(per_seed)}")
+    return (f"{recipe.source.trace}, test split (last 30%), {int(per_seed['windows'].max())} windows x "
+            f"{recipe.run.eval_length} jobs; {len(seeds)} seeds {seeds}; one value per seed = mean bounded slowdown "
+            f"over the windows; CI: {confidence:.0%} bootstrap over seeds; agents trained on "
+            f"{recipe.source.workload} data with backfill={recipe.environment.backfill}; strongest reference: "
+            f"{best_reference(per_seed)}")
 
 
 def format_table(tab: pd.DataFrame) -> str:

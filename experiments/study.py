@@ -69,26 +69,16 @@ from hpcgym import cli
 __all__ = ["GENERATORS", "QUICK", "SOURCES", "STAGES", "Args", "Study", "main", "parse_args"]
 
 
-CHOICES = {"backfill": ("none", "easy"), "backend": ("local", "ray"), "device": ("cpu", "cuda", "auto")}
-
-
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     """The command line as :class:`Args`, with the ``--quick`` preset under the flags given explicitly."""
     ap = arguments.parser(Args, "python -m experiments.study", __doc__)
     args, given = arguments.parse(Args, ap, argv)
     if args.quick:
         args = dataclasses.replace(args, **{k: v for k, v in QUICK.items() if k not in given})
-    for name, allowed in CHOICES.items():
-        if getattr(args, name) not in allowed:
-            ap.error(f"--{name} must be one of {allowed}")
     unknown = [s for s in args.source_list if s not in SOURCES and s not in synth_names()]
     if unknown or not args.source_list:
         ap.error(f"--sources: unknown {unknown}; choose from {','.join(SOURCES)}, or another synthesizer's name "
                  "(synth.register, or the hpcgym.synthesizers entry points)")
-    if args.mixed_with not in GENERATORS:
-        ap.error(f"--mixed-with must be one of {GENERATORS}")
-    if not args.seeds or args.jobs < 1 or args.timesteps < 0 or args.eval_windows < 1:
-        ap.error("need --seeds, --workers >= 1, --timesteps >= 0 and --eval-windows >= 1")
     fit_params(args)  # fails early on a bad --fit-params
     return args
 

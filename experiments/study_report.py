@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -50,6 +50,9 @@ from experiments.study_tables import (
     start_summary,
     starts,
 )
+
+if TYPE_CHECKING:
+    from experiments.recipe import Recipe
 
 FIGURES = ("bsld_by_source", "fidelity_vs_usefulness", "learning_curves")
 
@@ -151,11 +154,9 @@ def figure_curves(dirs: Mapping[tuple[str, int], Path], title: str):
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
     for ax, source in zip(axes.flat, names, strict=False):
         for (s, seed), path in dirs.items():
-            curve = RunFolder(path).curve
-            if s != source or not curve.exists():
+            df = RunFolder(path).learning_curve(kept=True)
+            if s != source or df.empty:
                 continue
-            df = pd.read_csv(curve)
-            df = df[~df["network"].astype(str).str.contains("not kept")]
             ax.plot(df["timesteps"], df["val_bsld"], marker="o", ms=2, lw=1, label=f"seed {seed}")
         ax.set_title(source, fontsize=9)
         ax.legend(fontsize=6)
@@ -177,8 +178,20 @@ def save_figure(fig: Any, path: Path) -> Path:
     return path
 
 
+class StudySettings(Protocol):
+    """The study's settings the report reads (:class:`experiments.training.study.Args` has them)."""
+
+    trace: str
+    backfill: str
+    eval_windows: int
+    eval_length: int
+    quick: bool
+    no_fidelity: bool
+    fidelity_jobs: int
+
+
 # ---- timing ----------------------------------------------------------------------------------------------------
-def timing_table(out: Path, runs: Mapping[tuple[str, int], Any], fits: Mapping[str, Path],
+def timing_table(out: Path, runs: Mapping[tuple[str, int], Recipe], fits: Mapping[str, Path],
                  timing: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Per stage: this invocation's wall time, items done and skipped, and the items' seconds over all invocations."""
     items: dict[str, float] = {s: 0.0 for s in ("fit", "train", "evaluate", "fidelity")}
@@ -188,8 +201,8 @@ def timing_table(out: Path, runs: Mapping[tuple[str, int], Any], fits: Mapping[s
         manifest = path / MANIFEST
         if manifest.exists():
             items["fit"] += float(json.loads(manifest.read_text()).get("fit_seconds") or 0.0)
-    for targs in runs.values():
-        marker = RunFolder(Path(targs.runs_dir) / targs.name).study_record
+    for recipe in runs.values():
+        marker = RunFolder(recipe.folder).study_record
         if marker.exists():
             record = json.loads(marker.read_text())
             items["train"] += record.get("train_s", 0.0)
@@ -214,12 +227,12 @@ def _md(df: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mapping[str, Path],
+def write(out: Path, args: StudySettings, runs: Mapping[tuple[str, int], Recipe], fits: Mapping[str, Path],
           fidelity_files: Mapping[str, Path], timing: Mapping[str, Mapping[str, Any]], failures: list[str],
           loads: Mapping[str, float] | None = None) -> Path:
     """Write the tables, the figures and ``report.md`` to ``out``; return the report's path.
 
-    ``runs``: (source, seed) -> the run's ``experiments.train`` settings; ``fits``: generator -> its cache folder;
+    ``args``: the study's flags; ``runs``: (source, seed) -> the run's recipe; ``fits``: generator -> its cache folder;
     ``fidelity_files``: generator -> its fidelity JSON; ``loads``: source -> the offered load of its training jobs
     where known beyond the fidelity reports (the real training part).
     """
@@ -265,10 +278,10 @@ def write(out: Path, args: Any, runs: Mapping[tuple[str, int], Any], fits: Mappi
     return path
 
 
-def report_text(args: Any, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame, fid: pd.DataFrame,
-           preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame, figures: Mapping[str, Path],
-           failures: list[str], label: str, begun: pd.DataFrame | None = None,
-           versus: pd.DataFrame | None = None) -> str:
+def report_text(args: StudySettings, study: pd.DataFrame, heuristics: pd.DataFrame, sources: pd.DataFrame,
+                fid: pd.DataFrame, preds: pd.DataFrame, fid_errors: Mapping[str, str], timing: pd.DataFrame,
+                figures: Mapping[str, Path], failures: list[str], label: str, begun: pd.DataFrame | None = None,
+                versus: pd.DataFrame | None = None) -> str:
     """The text of ``report.md`` (``begun``: :func:`starts`; ``versus``: :func:`paired`)."""
     parts = [f"# Synthetic vs real: {args.trace}\n",
              f"{label}. Agents trained on each source and evaluated on the same held-out test windows of the real "

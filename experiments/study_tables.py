@@ -16,7 +16,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from experiments import seed_tables as seeds
 from experiments import stream
 from experiments.results import AGENT, Windows
 from experiments.runs import BASELINE, RunFolder
+
+if TYPE_CHECKING:
+    from experiments.recipe import Recipe
 
 #: the key of a run's ``study-run.json`` that marks a source whose windows needed no decision
 #: (:class:`hpcgym.errors.NoDecisionError`), and the status the tables give it
@@ -68,14 +71,9 @@ class StudyFolder:
 
 
 # ---- collecting ------------------------------------------------------------------------------------------------
-def run_dirs(runs: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], Path]:
-    """(source, seed) -> the run folder, for the runs that have an evaluation."""
-    out = {}
-    for key, targs in runs.items():
-        path = Path(targs.runs_dir) / targs.name
-        if RunFolder(path).evaluated():
-            out[key] = path
-    return out
+def run_dirs(runs: Mapping[tuple[str, int], Recipe]) -> dict[tuple[str, int], Path]:
+    """(source, seed) -> the run folder, for the runs (their recipes) that have an evaluation."""
+    return {key: recipe.folder for key, recipe in runs.items() if RunFolder(recipe.folder).evaluated()}
 
 
 def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -90,16 +88,16 @@ def collect(dirs: Mapping[tuple[str, int], Path]) -> tuple[pd.DataFrame, pd.Data
         return pd.DataFrame(), pd.DataFrame()
     compare.load_runs(list(dirs.values()))  # refuses runs evaluated on other windows
     rows, heuristics = [], None
-    for (source, seed), path in dirs.items():
+    for (name, seed), path in dirs.items():
         run = RunFolder(path)
-        args = run.settings()
+        source = run.recipe().source
         results = Windows.read(run.per_window)
         ref = results.bsld(BASELINE)
         others = {kind: results.of_kind(kind).set_index("window")["bsld"] for kind in ("untrained", "cloned")}
         for _, r in results.agents.iterrows():
             w = int(r["window"])
-            rows.append({"source": source, "seed": seed, "window": w, "run": path.name,
-                         "workload": args["workload"], "synthesizer": args["synthesizer"] if source != "real" else "",
+            rows.append({"source": name, "seed": seed, "window": w, "run": path.name,
+                         "workload": source.workload, "synthesizer": source.synthesizer if name != "real" else "",
                          "backfill": r["backfill"], "bsld": r["bsld"], "wait": r["wait"],
                          "utilization": r["utilization"], f"{BASELINE}_bsld": ref.get(w, np.nan),
                          **{f"{k}_bsld": v.get(w, np.nan) for k, v in others.items()}})
@@ -239,7 +237,7 @@ def start_effect(table: pd.DataFrame, permutations: int = 10_000, seed: int = 0)
     return source_effect(scored.assign(bsld=scored["test_start"].astype(float)), permutations, seed)
 
 
-def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
+def run_status(runs: Mapping[tuple[str, int], Recipe]) -> pd.DataFrame:
     """One row per run: ``source, seed, status, decisions_per_window, window_load``.
 
     ``status``: ``trained``, :data:`UNTRAINABLE_STATUS` (its training windows needed no decision, so it has no
@@ -248,8 +246,8 @@ def run_status(runs: Mapping[tuple[str, int], Any]) -> pd.DataFrame:
     load of the windows it drew before giving up; else NaN.
     """
     rows = []
-    for (source, seed), targs in runs.items():
-        run = RunFolder(Path(targs.runs_dir) / targs.name)
+    for (source, seed), recipe in runs.items():
+        run = RunFolder(recipe.folder)
         record = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
         row = {"source": source, "seed": seed, "status": "not trained", "decisions_per_window": np.nan,
                "window_load": np.nan}

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments import runs, train
+from experiments.recipe import choices_of
 from experiments.runs import RunFolder
 from experiments.training import many
 from hpcgym import cli
@@ -44,9 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = cli.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (default: 0 1 2)")
-    ap.add_argument("--workloads", nargs="+", default=["real", "synthetic"], choices=["real", "synthetic", "mixed"],
+    ap.add_argument("--workloads", nargs="+", default=["real", "synthetic"], choices=choices_of("workload"),
                     help="what the agents train on (experiments.train --workload; default: real synthetic)")
-    ap.add_argument("--algos", nargs="+", default=["ppo"], choices=["ppo", "dqn"],
+    ap.add_argument("--algos", nargs="+", default=["ppo"], choices=choices_of("algo"),
                     help="the algorithms (experiments.train --algo; default: ppo)")
     ap.add_argument("--backend", default="local", choices=["local", "ray"],
                     help="local: the runs one after another in this process; ray: as Ray tasks (default: local)")

@@ -32,10 +32,10 @@ the clone studies in ``docs/results.md`` (``python -m experiments.recipe_sweep``
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from experiments import arguments, runs
-from experiments.recipe import upgrade
 from experiments.training.flags import Args, check_args, recipe_of
 from hpcgym import cli
 
@@ -43,16 +43,16 @@ __all__ = ["Args", "check_args", "main", "parse_args", "parser", "recipe_of"]
 
 
 def parser() -> cli.ArgumentParser:
-    """The command line of :data:`Args` (one flag per field, with its help and default)."""
+    """The command line of :class:`Args` (one flag per field of the recipe's sections, with its help and default)."""
     return arguments.parser(Args, "python -m experiments.train", __doc__)
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    """Parse the command line into :data:`Args` (with ``--resume``: the run's saved settings), checked."""
+    """Parse the command line into :class:`Args` (with ``--resume``: the run's saved recipe), checked."""
     ap = parser()
     args, given = arguments.parse(Args, ap, argv)
     try:
-        args = runs.resumed(args, given, upgrade)
+        args = dataclasses.replace(args, recipe=runs.resumed(args.recipe, given))
         check_args(args)
     except cli.UsageError as exc:
         ap.error(str(exc))
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.training import loop, many, verdict
 
     args = parse_args(argv)
-    recipe, started = recipe_of(args), time.time()
+    recipe, started = args.recipe, time.time()
     if args.seeds:
         from experiments import seeds
 

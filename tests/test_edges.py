@@ -431,20 +431,22 @@ def test_a_run_without_decisions_leaves_no_folder(tmp_path, monkeypatch):
     from experiments.training import loop
     from hpcgym.errors import NoDecisionError
 
-    def too_light(recipe, run, *rest):
+    def too_light(recipe, named, run, *rest):
         hpcgym_io.write_text(run.args_json, "{}")  # the run had started writing
         raise NoDecisionError(5, recipe.environment.window, 0.01)
 
     monkeypatch.setattr(loop, "_train", too_light)
-    args = train.Args(trace="lublin-256", workload="real", runs_dir=str(tmp_path), run_name="r", envs=1,
-                      timesteps=64, val_windows=1, val_length=64, window=64, eval_windows=0)
+    recipe = train.parse_args(["--trace", "lublin-256", "--workload", "real", "--runs-dir", str(tmp_path),
+                               "--run-name", "r", "--envs", "1", "--timesteps", "64", "--val-windows", "1",
+                               "--val-window", "64", "--window", "64", "--eval-windows", "0"]).recipe
     with pytest.raises(NoDecisionError, match="needed no decision"):
-        loop.train_and_evaluate(train.recipe_of(args))  # what the command line runs
-    assert not (tmp_path / args.name).exists()
+        loop.train_and_evaluate(recipe)  # what the command line runs
+    assert not (tmp_path / recipe.name).exists()
 
 
 def test_a_trace_whose_jobs_were_all_dropped_says_so_before_the_validation_check(tmp_path):
-    from experiments import protocol, train
+    from experiments import protocol
+    from experiments.recipe import Recipe
     from hpcgym.errors import EmptyTraceError
 
     path = tmp_path / "big.swf"
@@ -452,8 +454,8 @@ def test_a_trace_whose_jobs_were_all_dropped_says_so_before_the_validation_check
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(EmptyTraceError, match="no valid jobs to train: all 12 jobs were dropped"):
-            args = train.Args(trace=str(path))
-            protocol.run_data(args, args)
+            recipe = Recipe.from_settings({"trace": str(path)})  # no file is read until the run reads it
+            protocol.run_data(recipe.source, recipe.selection)
 
 
 # ---- item 10: Ctrl-C checkpoints and says how to resume; old checkpoints are pruned --------------------------------

@@ -258,4 +258,4 @@ def test_sample_pool_must_hold_the_scale_sample():
 
     with pytest.raises(UsageError, match="at least 1024"):
         train.parse_args(["--workload", "synthetic", "--sample-pool", "500"])
-    assert train.parse_args(["--workload", "synthetic", "--sample-pool", "2048"]).sample_pool == 2048
+    assert train.parse_args(["--workload", "synthetic", "--sample-pool", "2048"]).recipe.source.sample_pool == 2048

@@ -212,7 +212,7 @@ def test_train_uses_a_package_format_generator_heuristic_and_network(site, tmp_p
     assert MaskablePPO  # the [rl] extra is installed (CI installs [all])
     # the name of an installed generator is accepted as well as a fitted folder
     check = ("from experiments import train; a = train.parse_args(['--synthesizer', 'resample']); "
-             "print(a.synthesizer)")
+             "print(a.recipe.source.synthesizer)")
     done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300, check=True)
     assert done.stdout.strip() == "resample"

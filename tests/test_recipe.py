@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import train
-from experiments.recipe import VERSION, Recipe
+from experiments.recipe import VERSION, Recipe, resolve
 from hpcgym import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +76,9 @@ def test_resuming_an_old_run_with_attention_keeps_it(tmp_path):
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "args.json").write_text(json.dumps({**old, "attention": 2, "run_name": "r"}))
     args = train.parse_args(["--runs-dir", str(tmp_path), "--run-name", "r", "--resume", "--timesteps", "512"])
-    assert json.loads(args.policy_kwargs) == {"attention": 2} and args.timesteps == 512 and args.window == 64
+    recipe = args.recipe
+    assert json.loads(recipe.network.policy_kwargs) == {"attention": 2}
+    assert recipe.run.timesteps == 512 and recipe.environment.window == 64 and recipe.run.resume
 
 
 @pytest.mark.parametrize(("settings", "message"), [
@@ -95,8 +97,8 @@ def test_resuming_an_old_run_with_attention_keeps_it(tmp_path):
     ({"reward": "squared"}, "--reward must be one of"),
 ])
 def test_each_rule_names_the_flag_to_change(settings, message):
-    with pytest.raises(cli.UsageError, match=message):
-        Recipe.from_settings({"trace": "lublin-256", **settings})
+    with pytest.raises(cli.UsageError, match=message):  # the sections' own, the rules across them, or the names'
+        resolve(Recipe.from_settings({"trace": "lublin-256", **settings}))
 
 
 def _bsld(per_window: Path) -> pd.DataFrame:

@@ -15,7 +15,8 @@ from agents import pretrain
 from agents.policies import ScorerPolicy, kl_from
 from agents.scorer import ESTIMATE, HOLD_START, PRESENT, PriorScore, SlotScorer
 from baselines import tuned
-from experiments.protocol import predictor_of, resolve_heuristic
+from experiments.protocol import resolve_heuristic
+from experiments.recipe import Recipe, resolve
 from hpcgym import traces
 from hpcgym.env import WAIT_SCALE, SchedulingEnv, heuristic_action
 from hpcgym.sim import heuristics, start_times
@@ -101,8 +102,8 @@ def test_a_clairvoyant_teacher_ranks_by_the_jobs_own_runtimes():
     a, b, c, d = tuned.weights_of(pol)
     teacher = resolve_heuristic("tuned@exact", trace="sdsc-sp2", backfill="easy")
     assert teacher.predictor == "exact" and teacher.name == "tuned@exact"
-    settings = {"trace": "sdsc-sp2", "backfill": "easy", "prior": "tuned", "clone": "tuned@exact"}
-    assert predictor_of(settings) == pol.predictor  # the environment's estimates are the prior's
+    recipe = Recipe.from_settings({"trace": "sdsc-sp2", "backfill": "easy", "prior": "tuned", "clone": "tuned@exact"})
+    assert resolve(recipe).predictor == pol.predictor  # the environment's estimates are the prior's
     env.reset(options={"window_start": 1500})
     differs = 0
     for _ in range(80):

@@ -3,7 +3,6 @@ known names, and the same name giving the same policy in the environment, ``base
 
 import argparse
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,8 @@ import pytest
 from baselines import references, tuned
 from baselines.run import grid_cells
 from experiments import protocol
+from experiments.recipe import Recipe
+from experiments.recipe import resolve as resolve_recipe
 from hpcgym import jobs as jobtable
 from hpcgym import machines, traces
 from hpcgym.env import SchedulingEnv
@@ -166,12 +167,9 @@ def test_the_predictor_resolver_reads_every_spelling():
 
 
 # ---- one name, one policy, wherever it is read --------------------------------------------------------------------
-def test_the_protocols_typed_call_and_its_deprecated_wrapper_agree(tmp_path):
-    settings = {"trace": "sdsc-sp2", "backfill": "easy", "tuned": ""}
+def test_the_protocols_call_and_the_heuristics_resolver_agree(tmp_path):
     for name in ("saf", "tuned", "tuned@exact", "sjbf@median5"):
         typed = protocol.resolve_heuristic(name, trace="sdsc-sp2", backfill="easy")
-        with pytest.warns(DeprecationWarning, match="resolve_heuristic"):
-            assert same(protocol.heuristic(name, settings), typed)
         assert same(typed, resolve(name, trace="sdsc-sp2", backfill="easy"))
     fit = FITS / "theta-none.json"  # a run's --tuned file: its bare "tuned" is that fit
     assert same(protocol.resolve_heuristic("tuned", trace="sdsc-sp2", backfill="easy", tuned_fit=str(fit)),
@@ -190,10 +188,8 @@ def test_the_environments_predictor_is_explicit_or_that_of_what_it_imitates():
     assert chosen("", protocol.imitated("", "saf", "", "none", **context)) == "walltime"
     # resolved lazily: a name after the one that decides is not looked up (it could not be here)
     assert chosen("", protocol.imitated("saf-last2", "no-such-heuristic", "", "none", **context)) == "last2"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        assert protocol.predictor_of({"trace": "sdsc-sp2", "backfill": "easy", "clone": "tuned@exact",
-                                      "order": "sjbf"}) == "last2"
+    recipe = Recipe.from_settings({"trace": "sdsc-sp2", "backfill": "easy", "clone": "tuned@exact", "order": "sjbf"})
+    assert resolve_recipe(recipe).predictor == "last2"  # a run's: its clone skipped, its scan order's
 
 
 def test_the_env_baselines_run_and_the_evaluation_resolve_tuned_alike():

@@ -246,7 +246,7 @@ def test_an_evaluation_on_another_trace_keeps_the_runs_own_scores(tmp_path):
 
     run = tmp_path / "run-s0"
     run.mkdir()
-    (run / "args.json").write_text(json.dumps({"trace": "lublin-256"}))
+    (run / "args.json").write_text(json.dumps({"trace": "lublin-256", "algo": "ppo"}))
     folder = RunFolder(run)
     assert default_out([folder], None) == run / "eval"
     assert default_out([folder], "lublin-256") == run / "eval"

@@ -10,22 +10,26 @@ import pytest
 
 from experiments import arguments, runs, study, train
 from experiments.fanout import Executor
+from experiments.recipe import Recipe
 from experiments.training import many
 from experiments.training import study as stages
 from hpcgym import cli
 
 
 # ---- names ---------------------------------------------------------------------------------------------------
+def _recipe(**settings) -> Recipe:
+    return Recipe.from_settings(settings)
+
+
 def test_a_trace_given_as_a_path_names_the_run_by_its_file():
-    args = train.Args(trace="/data/logs/lublin_256.swf.gz", workload="real", algo="dqn", seed=3)
-    assert args.name == "lublin_256-real-dqn-s3"  # no slashes: one folder under --runs-dir
-    assert train.Args(trace="sdsc-sp2").name == "sdsc-sp2-synthetic-ppo-s0"
-    assert train.Args(run_name="mine", seed=4).name == "mine"  # --run-name as given for one run
+    recipe = _recipe(trace="/data/logs/lublin_256.swf.gz", workload="real", algo="dqn", seed=3)
+    assert recipe.name == "lublin_256-real-dqn-s3"  # no slashes: one folder under --runs-dir
+    assert _recipe(trace="sdsc-sp2").name == "sdsc-sp2-synthetic-ppo-s0"
+    assert _recipe(run_name="mine", seed=4).name == "mine"  # --run-name as given for one run
 
 
 def test_the_seeds_of_a_setting_share_a_base_name(monkeypatch):
-    recipe = train.recipe_of(train.Args(trace="/data/logs/lublin_256.swf.gz", workload="real", eval_windows=0,
-                                        runs_dir="out"))
+    recipe = _recipe(trace="/data/logs/lublin_256.swf.gz", workload="real", eval_windows=0, runs_dir="out")
     per_seed = many.seeds_of(recipe, [0, 2])
     assert [r.folder.as_posix() for r in per_seed] == ["out/lublin_256-real-ppo-s0", "out/lublin_256-real-ppo-s2"]
     assert [r.run.seed for r in per_seed] == [0, 2]
@@ -33,7 +37,7 @@ def test_the_seeds_of_a_setting_share_a_base_name(monkeypatch):
     dirs, table = many.run_seeds(recipe, [0, 2])
     assert [d.as_posix() for d in dirs] == ["out/lublin_256-real-ppo-s0", "out/lublin_256-real-ppo-s2"]
     assert table is None  # no test windows, no table
-    mine = many.seeds_of(train.recipe_of(train.Args(run_name="mine", eval_windows=0)), [1])
+    mine = many.seeds_of(_recipe(run_name="mine", eval_windows=0), [1])
     assert [r.name for r in mine] == ["mine-s1"]
 
 
@@ -47,27 +51,28 @@ def test_seed_names_and_their_base():
 
 # ---- resume --------------------------------------------------------------------------------------------------
 def _saved_run(tmp_path, **changes):
-    args = train.Args(trace="lublin-256", workload="real", runs_dir=str(tmp_path), run_name="r", **changes)
+    recipe = _recipe(trace="lublin-256", workload="real", runs_dir=str(tmp_path), run_name="r", **changes)
     folder = runs.RunFolder(tmp_path / "r")
     folder.path.mkdir()
-    folder.args_json.write_text(json.dumps({**json.loads(json.dumps(vars(args))), "timesteps": 300}))
+    folder.args_json.write_text(json.dumps({**recipe.settings(), "timesteps": 300}))
     return folder
 
 
 def test_resume_takes_the_saved_settings_and_the_resumable_flags(tmp_path):
     _saved_run(tmp_path, envs=4)
-    asked = train.Args(runs_dir=str(tmp_path), run_name="r", resume=True, timesteps=900)
+    asked = _recipe(runs_dir=str(tmp_path), run_name="r", resume=True, timesteps=900)
     back = runs.resumed(asked, {"runs_dir", "run_name", "resume", "timesteps"})
-    assert (back.trace, back.workload, back.envs, back.timesteps, back.resume) == ("lublin-256", "real", 4, 900, True)
+    assert (back.source.trace, back.source.workload, back.environment.envs, back.run.timesteps, back.run.resume) == (
+        "lublin-256", "real", 4, 900, True)
 
 
 def test_resume_refuses_contradicting_flags_and_names_close_runs(tmp_path):
     _saved_run(tmp_path)
     with pytest.raises(cli.UsageError, match="contradict.*--trace 'theta'"):
-        runs.resumed(train.Args(runs_dir=str(tmp_path), run_name="r", resume=True, trace="theta"),
+        runs.resumed(_recipe(runs_dir=str(tmp_path), run_name="r", resume=True, trace="theta"),
                      {"runs_dir", "run_name", "resume", "trace"})
     with pytest.raises(cli.UsageError, match="did you mean r"):
-        runs.resumed(train.Args(runs_dir=str(tmp_path), run_name="rr", resume=True), {"run_name", "resume"})
+        runs.resumed(_recipe(runs_dir=str(tmp_path), run_name="rr", resume=True), {"run_name", "resume"})
 
 
 def test_a_run_folder_is_held_by_one_process(tmp_path):
@@ -86,10 +91,10 @@ def test_a_run_folder_is_held_by_one_process(tmp_path):
 # ---- command lines -------------------------------------------------------------------------------------------
 def test_trace_flags_are_checked_but_kept_as_text():
     args = train.parse_args(["--trace", "lublin-256", "--machine", "120x2", "--columns", "run=run_time"])
-    assert (args.machine, args.columns, args.format) == ("120x2", "run=run_time", "")
-    assert args.read_kwargs() == {"format": None, "machine": "120x2", "columns": "run=run_time", "round": None,
-                                  "on_duplicate": "warn"}
-    json.dumps(vars(args))  # args.json must hold them
+    source = args.recipe.source
+    assert (source.machine, source.columns, source.format) == ("120x2", "run=run_time", "")
+    assert source.read_kwargs() == {"format": None, "machine": "120x2", "columns": "run=run_time", "round": None,
+                                    "on_duplicate": "warn"}
     with pytest.raises(cli.UsageError, match="machine"):
         train.parse_args(["--machine", "0x0"])
     with pytest.raises(cli.UsageError, match="format"):
@@ -99,9 +104,9 @@ def test_trace_flags_are_checked_but_kept_as_text():
 def test_parse_reports_the_fields_given_explicitly():
     ap = train.parser()
     args, given = arguments.parse(train.Args, ap, ["--envs", "16", "--seeds", "1", "2", "--quiet"])
-    assert given == {"envs", "seeds", "quiet"} and args.envs == 16 and args.seeds == [1, 2]
+    assert given == {"envs", "seeds", "quiet"} and args.recipe.environment.envs == 16 and args.seeds == [1, 2]
     again, _ = arguments.parse(train.Args, ap, [])
-    assert again.envs == 16 and again.seeds == [] and not again.quiet  # probing left the parser's defaults alone
+    assert again.seeds == [] and not again.recipe.run.quiet  # probing left the parser's defaults alone
 
 
 def test_a_trace_flag_without_a_field_is_refused(monkeypatch):
@@ -120,10 +125,11 @@ def test_the_study_builds_each_run_from_the_shared_settings():
     args = study.parse_args(["--quick", "--trace", "lublin-256", "--machine", "256", "--", "--envs", "2",
                              "--learning-rate", "1e-4"])
     real, synthetic = stages.train_args(args, "real", 0), stages.train_args(args, "tvae", 1)
-    assert (real.envs, real.learning_rate, real.window, real.machine) == (2, 1e-4, 64, "256")  # flags, then preset
-    assert (real.workload, real.sample_pool, real.run_name, real.quiet) == ("real", 0, "real-s0", True)
-    assert (synthetic.workload, synthetic.synthesizer, synthetic.sample_pool) == ("synthetic", "tvae", 2048)
-    assert synthetic.runs_dir == str(args.out_dir / "runs")
+    get = Recipe.get
+    assert [get(real, k) for k in ("envs", "learning_rate", "window", "machine")] == [2, 1e-4, 64, "256"]  # flags,
+    assert [get(real, k) for k in ("workload", "sample_pool", "run_name", "quiet")] == ["real", 0, "real-s0", True]
+    assert [get(synthetic, k) for k in ("workload", "synthesizer", "sample_pool")] == ["synthetic", "tvae", 2048]
+    assert synthetic.run.runs_dir == str(args.out_dir / "runs")  # then the preset, then the study's own
     with pytest.raises(cli.UsageError, match="sample-pool"):
         stages.train_args(study.parse_args(["--sample-pool", "10"]), "tvae", 0)
 

@@ -179,9 +179,9 @@ def test_quick_preset_yields_to_explicit_flags():
     args = study.parse_args(["--quick", "--eval-windows", "3", "--", "--envs", "2"])
     assert args.eval_windows == 3 and args.timesteps == study.QUICK["timesteps"] and args.train_flags == ["--envs",
                                                                                                           "2"]
-    targs = stages.train_args(args, "mixed", 1)
-    assert (targs.envs, targs.workload, targs.synthesizer, targs.seed, targs.run_name) == (2, "mixed", "arrivals",
-                                                                                          1, "mixed-s1")
+    recipe = stages.train_args(args, "mixed", 1)
+    assert [recipe.get(k) for k in ("envs", "workload", "synthesizer", "seed", "run_name")] == [2, "mixed", "arrivals",
+                                                                                                1, "mixed-s1"]
     assert stages.fit_params(args)["ctgan"]["epochs"] == 1 and not stages.fit_params(args)["ctgan"]["enable_gpu"]
     full = study.parse_args(["--full", "--fit-params", 'tvae={"epochs": 7}', "--device", "cuda"])
     params = stages.fit_params(full)
@@ -333,7 +333,7 @@ def test_source_effect_when_seeds_differ_more_than_sources():
 def test_quick_fits_its_windows_to_a_small_trace_and_a_full_study_refuses_early(tmp_path):
     quick = study.Study(study.parse_args(["--trace", "mustang-2012-02", "--quick", "--seeds", "0", "--sources", "real",
                                           "--out", str(tmp_path / "q")]))
-    assert quick.base.val_length == len(quick.data.validation) == 69  # the preset's 256 did not fit
+    assert quick.base.selection.val_length == len(quick.data.validation) == 69  # the preset's 256 did not fit
     assert quick.args.eval_length == quick.data.test_jobs < 256
     refused = "--val-window 1024 is longer than the trace's validation part \\(69 jobs\\)"
     with pytest.raises(cli.UsageError, match=refused):
@@ -346,7 +346,7 @@ def test_quick_fits_its_validation_window_to_the_shortest_period(tmp_path):
     quick = study.Study(study.parse_args(["--trace", "mustang-2012-02", "--quick", "--seeds", "0", "--sources", "real",
                                           "--out", str(tmp_path / "q"), "--", "--val-periods", "2"]))
     lengths = [hi - lo for lo, hi in quick.data.val_periods]
-    assert len(lengths) == 2 and quick.base.val_length == min(lengths) < len(quick.data.validation)
+    assert len(lengths) == 2 and quick.base.selection.val_length == min(lengths) < len(quick.data.validation)
 
 
 def test_start_summary_counts_what_rl_added_against_hand_values():

@@ -255,15 +255,14 @@ def test_settings_sb3_would_take_unchecked_are_refused_before_any_work(tmp_path,
 
 
 def test_resume_and_overwrite_together_are_refused(tmp_path):
-    import dataclasses
     import json
 
     from experiments import train
 
     base = ["--trace", "lublin-256", "--workload", "real", "--runs-dir", str(tmp_path), "--run-name", "mine"]
-    args = train.parse_args(base)
-    (tmp_path / args.name).mkdir()
-    (tmp_path / args.name / "args.json").write_text(json.dumps(dataclasses.asdict(args)))
-    assert train.parse_args([*base, "--resume"]).resume  # the control: the run exists and resumes
+    recipe = train.parse_args(base).recipe
+    (tmp_path / recipe.name).mkdir()
+    (tmp_path / recipe.name / "args.json").write_text(json.dumps(recipe.settings()))
+    assert train.parse_args([*base, "--resume"]).recipe.run.resume  # the control: the run exists and resumes
     with pytest.raises(cli.UsageError, match="--resume continues the run folder and --overwrite deletes it"):
         train.parse_args([*base, "--resume", "--overwrite"])

@@ -12,7 +12,8 @@ import pytest
 
 from baselines import tuned
 from experiments import train
-from experiments.protocol import heuristic_context, load_data, resolve_heuristic, tuned_flag
+from experiments.protocol import load_data, resolve_heuristic, tuned_flag
+from experiments.recipe import naming_context, resolve
 from experiments.training import parts
 from hpcgym import cli
 from hpcgym.workload import PooledSampler
@@ -32,18 +33,19 @@ def fit_file(tmp_path):
 def args_of(tmp_path, *extra):
     return train.parse_args(["--trace", "lublin-256", "--workload", "real", "--features", "v1", "--order", "tuned",
                              "--baseline", "tuned", "--prior", "tuned", "--clone", "", "--runs-dir",
-                             str(tmp_path / "runs"), *extra])
+                             str(tmp_path / "runs"), *extra]).recipe
 
 
 def test_tuned_names_the_given_fit_in_every_role(tmp_path):
-    args = args_of(tmp_path, "--tuned", str(fit_file(tmp_path)))
-    settings = vars(args)
-    pol = resolve_heuristic("tuned", **heuristic_context(settings))
-    assert tuned.weights_of(pol) == (1.0, 4.0, 0.5, 0.25)  # the weights over that of log_estimate
-    assert pol.predictor == "last2"
-    bundled = resolve_heuristic("tuned", **heuristic_context({**settings, "tuned": ""}))  # else the trace's own fit
+    recipe = args_of(tmp_path, "--tuned", str(fit_file(tmp_path)))
+    named = resolve(recipe)
+    for pol in (named.prior, named.order, named.baseline):
+        assert tuned.weights_of(pol) == (1.0, 4.0, 0.5, 0.25)  # the weights over that of log_estimate
+        assert pol.predictor == "last2"
+    assert named.predictor == "last2"  # the environment shows the prior's estimates
+    bundled = resolve(recipe.replace(tuned="")).prior  # else the trace's own fit
     assert tuned.weights_of(bundled) != (1.0, 4.0, 0.5, 0.25)
-    assert resolve_heuristic("saf", **heuristic_context(settings)).name == "saf"  # other names are untouched
+    assert resolve_heuristic("saf", **naming_context(recipe.source, "easy")).name == "saf"  # others are untouched
 
 
 def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
@@ -54,8 +56,8 @@ def test_a_fit_that_cannot_be_read_is_refused_naming_the_flag(tmp_path):
 
 
 def test_a_teacher_must_read_what_the_environment_shows_or_be_clairvoyant(tmp_path):
-    args = args_of(tmp_path, "--clone", "tuned@exact")  # tuned's weights on the jobs' own runtimes
-    assert resolve_heuristic(args.clone, **heuristic_context(vars(args))).predictor == "exact" and args.prior == "tuned"
+    recipe = args_of(tmp_path, "--clone", "tuned@exact")  # tuned's weights on the jobs' own runtimes
+    assert resolve(recipe).clone.predictor == "exact" and recipe.network.prior == "tuned"
     with pytest.raises(cli.UsageError, match="--clone sjf@median5 reads median5 estimates, the environment last2's"):
         args_of(tmp_path, "--prior", "", "--predictor", "last2", "--clone", "sjf@median5")
     with pytest.raises(cli.UsageError, match="--clone: .*predictor"):
@@ -66,12 +68,12 @@ def test_a_prior_with_the_default_clone_is_refused_not_taught_by_it(tmp_path):
     for clone in ("saf", "sjf-last2"):  # the default, and another non-clairvoyant heuristic
         with pytest.raises(cli.UsageError, match="--prior replaces the cloned warm start: give --clone ''"):
             args_of(tmp_path, "--clone", clone)
-    assert args_of(tmp_path, "--clone", "tuned").clone == "tuned"  # the control: the prior as its own teacher
-    assert args_of(tmp_path, "--clone", "saf@exact").clone == "saf@exact"
+    assert args_of(tmp_path, "--clone", "tuned").warm_start.clone == "tuned"  # the control: the prior, its own teacher
+    assert args_of(tmp_path, "--clone", "saf@exact").warm_start.clone == "saf@exact"
 
 
 def test_teach_needs_a_prior_and_no_clone(tmp_path):
-    assert args_of(tmp_path, "--teach", "runtimes").teach == "runtimes"
+    assert args_of(tmp_path, "--teach", "runtimes").warm_start.teach == "runtimes"
     for extra in (["--prior", ""], ["--clone", "tuned"]):
         with pytest.raises(cli.UsageError, match="--teach fits a residual's correction"):
             args_of(tmp_path, "--teach", "runtimes", *extra)
@@ -85,9 +87,9 @@ def small_budget(monkeypatch):
 
 
 def test_tuned_workload_fits_on_the_training_part_and_caches_it(tmp_path, small_budget):
-    args = args_of(tmp_path, "--tuned", "workload")
-    data = load_data(args, args.val_fraction)
-    done = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
+    recipe = args_of(tmp_path, "--tuned", "workload")
+    data = load_data(recipe.source, recipe.selection.val_fraction)
+    done = parts.tune_on_workload(recipe, data, data.fit).source
     path = tmp_path / "runs" / "cache" / "tuned" / f"{table_hash(data.fit)}-easy.json"
     assert done.tuned == str(path.resolve()) and path.exists()
     fit = tuned.load(path)
@@ -96,16 +98,15 @@ def test_tuned_workload_fits_on_the_training_part_and_caches_it(tmp_path, small_
     refit = resolve_heuristic("tuned", trace="", tuned_fit=done.tuned)
     assert tuned.weights_of(refit) == pytest.approx((1.0, *(w / a for w in rest)))
     stamp = path.stat().st_mtime_ns
-    again = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
+    again = parts.tune_on_workload(recipe, data, data.fit).source
     assert again.tuned == done.tuned  # another seed: the cached fit
     assert path.stat().st_mtime_ns == stamp
 
 
 def test_tuned_workload_fits_a_synthetic_run_on_its_pool(tmp_path, small_budget):
-    args = args_of(tmp_path, "--tuned", "workload", "--workload", "synthetic", "--synthesizer", "lublin",
-                   "--sample-pool", "3000")
-    data = load_data(args, args.val_fraction)
-    recipe = train.recipe_of(args)
+    recipe = args_of(tmp_path, "--tuned", "workload", "--workload", "synthetic", "--synthesizer", "lublin",
+                     "--sample-pool", "3000")
+    data = load_data(recipe.source, recipe.selection.val_fraction)
     workload = parts.training_workload(recipe.source, recipe.run.seed, recipe.run.runs_dir, data)
     assert isinstance(workload, PooledSampler)
     done = parts.tune_on_workload(recipe, data, workload).source
@@ -114,16 +115,15 @@ def test_tuned_workload_fits_a_synthetic_run_on_its_pool(tmp_path, small_budget)
 
 
 def test_without_tuned_workload_nothing_is_fitted(tmp_path):
-    args = args_of(tmp_path)
-    recipe = train.recipe_of(args)
+    recipe = args_of(tmp_path)
     assert parts.tune_on_workload(recipe, None, None) is recipe
     assert not (tmp_path / "runs" / "cache" / "tuned").exists()
 
 
 def test_a_study_sees_the_recorded_fit_as_the_flag_it_asked_for(tmp_path, small_budget):
-    args = args_of(tmp_path, "--tuned", "workload")
-    data = load_data(args, args.val_fraction)
-    done = parts.tune_on_workload(train.recipe_of(args), data, data.fit).source
+    recipe = args_of(tmp_path, "--tuned", "workload")
+    data = load_data(recipe.source, recipe.selection.val_fraction)
+    done = parts.tune_on_workload(recipe, data, data.fit).source
     assert tuned_flag(done.tuned) == "workload"
     assert tuned_flag(str(fit_file(tmp_path))) == str(tmp_path / "mine.json")  # a fit given by hand stays itself
     assert tuned_flag("") == ""

@@ -10,11 +10,12 @@ import pytest
 
 from experiments import train
 from experiments.protocol import load_data, validation_starts
+from experiments.recipe import Source
 from hpcgym import cli, traces
 
 
-def _args(*extra: str) -> train.Args:
-    return train.parse_args(["--trace", "lublin-256", "--workload", "real", *extra])
+def _args(*extra: str) -> Source:
+    return train.parse_args(["--trace", "lublin-256", "--workload", "real", *extra]).recipe.source
 
 
 def _held_out_rows(n: int, periods: int, val_fraction: float) -> list[range]:

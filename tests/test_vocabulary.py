@@ -113,7 +113,9 @@ def test_old_spellings_still_work_with_one_note(capsys):
     cli._Deprecated.noted.clear()
     old = train.parse_args(["--eval-length", "512", "--val-length", "256", "--jobs", "3", "--policy", "mlp"])
     new = train.parse_args(["--eval-window", "512", "--val-window", "256", "--workers", "3", "--network", "mlp"])
-    assert old == new and (old.eval_length, old.val_length, old.jobs, old.policy) == (512, 256, 3, "mlp")
+    recipe = old.recipe
+    assert old == new and (recipe.run.eval_length, recipe.selection.val_length, old.jobs, recipe.network.policy) == (
+        512, 256, 3, "mlp")
     notes = capsys.readouterr().err.strip().splitlines()
     assert notes == [f"note: {o} is deprecated; use {n} (it means the same)" for o, n in
                      (("--eval-length", "--eval-window"), ("--val-length", "--val-window"), ("--jobs", "--workers"),

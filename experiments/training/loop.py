@@ -24,7 +24,7 @@ import pandas as pd
 
 from experiments import runs
 from experiments.protocol import Data, run_data, validation_references, validation_starts
-from experiments.recipe import Recipe
+from experiments.recipe import Recipe, Resolved, resolve
 from experiments.training import parts
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
@@ -76,16 +76,19 @@ def train(recipe: Recipe, synthesizer: Any = None) -> Path:
     torch.set_num_threads(recipe.run.threads)
     folder = runs.RunFolder(recipe.folder)
     folder.check_usable(recipe.run.resume, recipe.run.overwrite)
+    named = resolve(recipe)  # what the recipe names, found once (a bad name is refused before any work)
     data = run_data(recipe.source, recipe.selection)
     check_inputs(recipe, data)
     starts = validation_starts(data, recipe.selection.val_length, recipe.selection.val_windows)
     workload = parts.training_workload(recipe.source, recipe.run.seed, recipe.run.runs_dir, data, synthesizer)
-    recipe = parts.tune_on_workload(recipe, data, workload)
+    tuned = parts.tune_on_workload(recipe, data, workload)
+    if tuned != recipe:  # --tuned workload: `tuned` is now the run's own fit
+        recipe, named = tuned, resolve(tuned)
     env = recipe.environment
     try:
-        venv = parts.training_env(recipe, data, workload)
+        venv = parts.training_env(recipe, named, data, workload)
         with folder.owned(recipe.run.resume, recipe.run.overwrite) as run:
-            _train(recipe, run, data, workload, venv, starts)
+            _train(recipe, named, run, data, workload, venv, starts)
     except NoDecisionError as exc:  # name the source and what to do (one line through cli.run)
         raise NoDecisionError(exc.windows, exc.window, exc.offered_load,
                               parts.source_label(recipe.source, env.window)) from None
@@ -110,7 +113,8 @@ def _resume_point(resume: bool, run: runs.RunFolder) -> tuple[Path | None, dict[
     return found[0], state
 
 
-def _model(recipe: Recipe, env: Any, run: runs.RunFolder, data: Data) -> tuple[Recipe, Any, bool, dict | None]:
+def _model(recipe: Recipe, named: Resolved, env: Any, run: runs.RunFolder,
+           data: Data) -> tuple[Recipe, Any, bool, dict | None]:
     """The recipe with its resolved time scale, the agent, whether it is new, and its checkpoint's state (or None).
 
     The agent is new, or the newest checkpoint's with ``--resume``.
@@ -123,13 +127,13 @@ def _model(recipe: Recipe, env: Any, run: runs.RunFolder, data: Data) -> tuple[R
     if algo.algo == "dqn":
         policy = parts.dqn_policy(net)
     elif checkpoint is None:
-        prior = parts.heuristic(net.prior, recipe.source, recipe.environment.backfill) if net.prior else None
-        policy = parts.network(net, prior, algo.kl_coef > 0, scale, data.machine.nodes)
+        policy = parts.network(net, named.prior, algo.kl_coef > 0, scale, data.machine.nodes)
     model = parts.make_model(algo, policy, recipe.run.seed, env, run, checkpoint, exact=state is not None)
     return recipe, model, checkpoint is None, state
 
 
-def _train(recipe: Recipe, run: runs.RunFolder, data: Data, workload: Any, env: Any, starts: list[int]) -> None:
+def _train(recipe: Recipe, named: Resolved, run: runs.RunFolder, data: Data, workload: Any, env: Any,
+           starts: list[int]) -> None:
     from agents import resume
     from agents.callbacks import (
         AtomicCheckpointCallback,
@@ -141,14 +145,14 @@ def _train(recipe: Recipe, run: runs.RunFolder, data: Data, workload: Any, env: 
     )
 
     hpcgym_io.write_text(run.args_json, json.dumps(recipe.settings(), indent=2))
-    recipe, model, fresh, state = _model(recipe, env, run, data)
+    recipe, model, fresh, state = _model(recipe, named, env, run, data)
     sel, steps = recipe.selection, recipe.run.timesteps
-    shared = parts.env_kwargs(recipe, data)
+    shared = parts.env_kwargs(recipe, named, data)
     val_env = dict(workload=data.validation, window=sel.val_length, split="all", **shared)
     validation = ValidationCallback(starts, sel.val_every, run.best, run.curve, val_env) if starts else None
     if fresh:
         run.curve.unlink(missing_ok=True)
-        _start(recipe, model, data, workload, run, shared, validation)
+        _start(recipe, named, model, data, workload, run, shared, validation)
     metrics = SchedulingMetricsCallback()
     carry = {"metrics": metrics, **({"validation": validation} if validation else {})}
     checkpoints = AtomicCheckpointCallback(recipe.run.checkpoint_every, str(run.checkpoints), runs.CHECKPOINT_PREFIX,
@@ -174,12 +178,13 @@ def _train(recipe: Recipe, run: runs.RunFolder, data: Data, workload: Any, env: 
     print(f"trained {recipe.algorithm.algo} for {model.num_timesteps} timesteps; saved {run.model}", flush=True)
 
 
-def _start(recipe: Recipe, model: Any, data: Data, workload: Any, run: runs.RunFolder, env: dict[str, Any],
-           validation: Any) -> None:
+def _start(recipe: Recipe, named: Resolved, model: Any, data: Data, workload: Any, run: runs.RunFolder,
+           env: dict[str, Any], validation: Any) -> None:
     """The warm start of a fresh run, its scores on the validation curve, and the KL anchor."""
     from experiments.training.warm_start import warm_start
 
-    scores, chosen = warm_start(recipe, model, data, workload, run, env, validation.score if validation else None)
+    scores, chosen = warm_start(recipe, named, model, data, workload, run, env,
+                                validation.score if validation else None)
     if validation is not None:
         validation.initial, validation.start_label = scores.get(chosen), chosen
         validation.prior = {f"{k} (not kept)": v for k, v in scores.items() if k != chosen}

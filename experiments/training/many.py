@@ -11,7 +11,6 @@ trained with other settings or on another fit of its generator), so that a drive
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import json
 import sys
@@ -95,7 +94,7 @@ def run_state(recipe: Recipe, fit: Path | None, overwrite: bool) -> str:
     if not run.args_json.exists():
         return "new" if not run.path.exists() or not any(run.path.iterdir()) else "overwrite"
     marker = json.loads(run.study_record.read_text()) if run.study_record.exists() else {}
-    differ, stale = changed_settings(run.settings(), recipe), stale_fit(recipe, fit, marker)
+    differ, stale = changed_settings(run.recipe(), recipe), stale_fit(recipe, fit, marker)
     if differ or stale:
         if not overwrite:
             why = f"with other settings ({', '.join(differ)})" if differ else stale
@@ -108,17 +107,16 @@ def run_state(recipe: Recipe, fit: Path | None, overwrite: bool) -> str:
     return "resume"
 
 
-def changed_settings(saved: dict[str, Any], recipe: Recipe) -> list[str]:
-    """The settings of ``recipe`` that a run folder's ``args.json`` (any version) has otherwise."""
-    from experiments.protocol import tuned_flag
-    from experiments.recipe import SECTIONS
+def changed_settings(saved: Recipe, recipe: Recipe) -> list[str]:
+    """The settings of ``recipe`` that a run folder's recipe (:meth:`experiments.runs.RunFolder.recipe`) has otherwise.
 
-    mine = recipe.settings()
-    defaults = {f.name: f.default for section in SECTIONS.values() for f in dataclasses.fields(section)}
-    theirs = {**defaults, **saved}  # a setting added since: its default
-    theirs["tuned"] = tuned_flag(theirs.get("tuned", ""))  # a --tuned workload run records its fit's file
-    mine["tuned"] = tuned_flag(mine["tuned"])
-    return sorted(k for k in mine if k not in VOLATILE and theirs.get(k) != mine[k])
+    A ``--tuned workload`` run records its fit's file: it counts as ``workload``.
+    """
+    from experiments.protocol import tuned_flag
+    from experiments.recipe import differences
+
+    theirs, mine = (r.replace(tuned=tuned_flag(r.source.tuned)) for r in (saved, recipe))
+    return [name for name in differences(theirs, mine) if name not in VOLATILE]
 
 
 def stale_fit(recipe: Recipe, fit: Path | None, marker: dict[str, Any]) -> str:

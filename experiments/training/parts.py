@@ -19,32 +19,25 @@ from experiments.recipe import (
     Environment,
     Network,
     Recipe,
+    Resolved,
     Source,
+    agent_env,
     fitted_folder,
-    naming_context,
     rank_columns,
 )
 from hpcgym import cli
 
 
-def heuristic(name: str, source: Source, backfill: str) -> Any:
-    """The heuristic ``name`` of a run on ``source`` with ``backfill`` (``tuned``: the source's fit)."""
-    from experiments.protocol import resolve_heuristic
-
-    return resolve_heuristic(name, **naming_context(source, backfill))
-
-
-def env_kwargs(recipe: Recipe, data: Data) -> dict[str, Any]:
+def env_kwargs(recipe: Recipe, named: Resolved, data: Data, training: bool = False) -> dict[str, Any]:
     """The environment settings every part of a run shares (training, validation, evaluation).
 
-    The whole recipe: the runtime predictor follows the heuristic the network imitates (``--prior``, ``--clone``).
+    ``named``: the recipe's names found (:func:`experiments.recipe.resolve`): the runtime predictor follows the
+    heuristic the network imitates (``--prior``, ``--clone``). ``training``: the training environment's own too.
     """
-    from experiments.protocol import agent_env
-
     env = recipe.environment
-    return {"machine": data.machine, "objective": env.objective, "time_scale": env.time_scale or None,
+    return {"machine": data.machine, "time_scale": env.time_scale or None,
             "invalid_action": "raise",  # masked agents never choose an empty slot: if one does, that is a bug
-            **agent_env(recipe.settings())}
+            **agent_env(recipe, named, training)}
 
 
 def source_label(source: Source, window: int) -> str:
@@ -138,8 +131,8 @@ def tune_on_workload(recipe: Recipe, data: Data, workload: Any) -> Recipe:
 def make_env(env: Environment, kwargs: dict[str, Any], workload: Any, baseline: Any, seed: int) -> Any:
     """The training environment: the vector env over the training workload, in SB3's interface, seeded.
 
-    ``kwargs``: :func:`env_kwargs`; ``baseline``: the heuristic the reward is relative to (None: none). It is
-    recorded (:class:`agents.resume.RecordedVecEnv`), so that a resumed run can play its history again;
+    ``kwargs``: :func:`env_kwargs` with ``training``; ``baseline``: the heuristic the reward is relative to (None:
+    none). It is recorded (:class:`agents.resume.RecordedVecEnv`), so that a resumed run can play its history again;
     :func:`attach_monitor` sends its episodes to ``monitor.csv``.
     """
     from stable_baselines3.common.vec_env import VecMonitor
@@ -148,18 +141,17 @@ def make_env(env: Environment, kwargs: dict[str, Any], workload: Any, baseline: 
     from agents.vec import HpcgymVecEnv
     from hpcgym.vector import SchedulingVectorEnv
 
-    venv = SchedulingVectorEnv(env.envs, workload=workload, window=env.window, split="all", reward=env.reward,
-                               baseline=baseline, compare_with=("fcfs",), **kwargs)
+    venv = SchedulingVectorEnv(env.envs, workload=workload, split="all", baseline=baseline, compare_with=("fcfs",),
+                               **kwargs)
     out = RecordedVecEnv(VecMonitor(HpcgymVecEnv(venv), info_keywords=("compare_json",)))
     out.seed(seed)
     return out
 
 
-def training_env(recipe: Recipe, data: Data, workload: Any) -> Any:
+def training_env(recipe: Recipe, named: Resolved, data: Data, workload: Any) -> Any:
     """:func:`make_env` with the recipe's environment, its reward's baseline heuristic and its seed."""
-    env = recipe.environment
-    baseline = heuristic(env.baseline, recipe.source, env.backfill) if env.baseline else None
-    return make_env(env, env_kwargs(recipe, data), workload, baseline, recipe.run.seed)
+    return make_env(recipe.environment, env_kwargs(recipe, named, data, training=True), workload, named.baseline,
+                    recipe.run.seed)
 
 
 def attach_monitor(env: Any, run: runs.RunFolder, fresh: bool) -> None:
@@ -206,6 +198,8 @@ def make_model(algo: Algorithm, policy: tuple[Any, dict | None], seed: int, env:
                checkpoint: Path | None = None, exact: bool = False) -> Any:
     """A new agent with ``policy`` (:func:`network`; the DQN reads its ``policy_kwargs``), or ``checkpoint``'s.
 
+    The algorithm's hyper-parameters are its section's (:meth:`experiments.recipe.Algorithm.sb3_kwargs`).
+
     ``exact``: the checkpoint has a state file, whose replay puts the environments back where they were (their
     saved last observation is kept); without one, training goes on from fresh environments.
     """
@@ -215,18 +209,14 @@ def make_model(algo: Algorithm, policy: tuple[Any, dict | None], seed: int, env:
 
         if checkpoint:
             return MaskablePPO.load(checkpoint, env=env, device="cpu", tensorboard_log=tb, force_reset=not exact)
-        return MaskablePPO(policy[0], env, policy_kwargs=policy[1], learning_rate=algo.learning_rate,
-                           n_steps=algo.n_steps, batch_size=algo.batch_size, n_epochs=algo.n_epochs,
-                           gamma=algo.gamma, gae_lambda=algo.gae_lambda, clip_range=algo.clip_range,
-                           target_kl=algo.target_kl or None, ent_coef=algo.kl_coef or algo.ent_coef, seed=seed,
-                           tensorboard_log=tb, device="cpu", verbose=0)
+        return MaskablePPO(policy[0], env, policy_kwargs=policy[1], seed=seed, tensorboard_log=tb, device="cpu",
+                           verbose=0, **algo.sb3_kwargs())
     if checkpoint:
         return _load_dqn(checkpoint, env, tb, exact)
     from agents.dqn import MaskedDQN
 
-    return MaskedDQN(env=env, learning_rate=algo.learning_rate, batch_size=algo.batch_size, seed=seed,
-                     gamma=algo.gamma, buffer_size=100_000, learning_starts=1_000, exploration_fraction=0.3,
-                     policy_kwargs=policy[1], tensorboard_log=tb, device="cpu", verbose=0)
+    return MaskedDQN(env=env, seed=seed, policy_kwargs=policy[1], tensorboard_log=tb, device="cpu", verbose=0,
+                     **algo.sb3_kwargs())
 
 
 def dqn_policy(net: Network) -> tuple[Any, dict[str, Any]]:

@@ -19,9 +19,10 @@ from typing import Any
 import pandas as pd
 
 from experiments import arguments, runs
-from experiments.arguments import TRACE_FLAGS, TraceArgs, flag
+from experiments.arguments import TRACE_FLAGS, TraceArgs, check, flag
 from experiments.fanout import Executor
 from experiments.protocol import Data, run_data
+from experiments.recipe import Recipe, flag_of
 from experiments.study_tables import StudyFolder
 from experiments.training import flags, loop, many
 from hpcgym import cli
@@ -56,17 +57,17 @@ class Args(TraceArgs):
     trace: str = flag("theta", "real trace (bundled name or file): its train split feeds the fits and the real "
                                "agents, its test split the evaluation")
     backfill: str = flag("easy", "none | easy: the backfilling the agents train and play with (heuristics run with "
-                                 "both)")
+                                 "both)", choices=("none", "easy"))
     seeds: list[int] = flag([0, 1, 2], "training seeds (one run per source and seed)")
     sources: str = flag(",".join(SOURCES), "comma-separated training sources (or other synthesizers' names)")
     out: str = flag("", "study folder; empty: studies/<trace>")
     cache: str = flag("", "fitted-synthesizer cache shared across studies; empty: synth-cache/ next to the study "
                           "folder")
-    mixed_with: str = flag("arrivals", "the generator of the 'mixed' source")
+    mixed_with: str = flag("arrivals", "the generator of the 'mixed' source", choices=GENERATORS)
     sample_pool: int = flag(50_000, "jobs each synthetic run samples once (with its seed) and trains on windows of "
                                     "(experiments.train --sample-pool); 0: a new sample every episode")
-    timesteps: int = flag(100_000, "training steps per run")
-    eval_windows: int = flag(20, "test windows every agent and heuristic plays")
+    timesteps: int = flag(100_000, "training steps per run", at_least=0)
+    eval_windows: int = flag(20, "test windows every agent and heuristic plays", at_least=1)
     eval_length: int = flag(1024, "jobs per test window", flag="--eval-window", aliases=("--eval-length",))
     fit_rows: int = flag(0, "fit the generators on the last N jobs of the training part (0: all)")
     fit_seed: int = flag(0, "seed of every fit (one fit serves all training seeds)")
@@ -74,18 +75,24 @@ class Args(TraceArgs):
     full: bool = flag(False, "full-quality fits (ctgan/copulagan 300 epochs, a 6-layer REaLTabFormer for 100 "
                              "epochs): for a GPU")
     device: str = flag("cpu", "cpu | cuda | auto: where the SDV neural models and REaLTabFormer fit (agents always "
-                              "train on the CPU)")
+                              "train on the CPU)", choices=("cpu", "cuda", "auto"))
     fidelity_jobs: int = flag(0, "jobs sampled per generator for its fidelity report, scored against the test "
                                  "split's first as many jobs (0: the whole test split)")
     no_fidelity: bool = flag(False, "skip the fidelity stage")
     threads: int = flag(1, "torch threads per process (fits and training)")
-    jobs: int = flag(1, "fits and runs at once (processes, or Ray CPUs)", flag="--workers", aliases=("--jobs",))
-    backend: str = flag("local", "local | ray")
+    jobs: int = flag(1, "fits and runs at once (processes, or Ray CPUs)", flag="--workers", aliases=("--jobs",),
+                     at_least=1)
+    backend: str = flag("local", "local | ray", choices=("local", "ray"))
     address: str = flag("", "with --backend ray: the cluster address (e.g. auto); empty: a local Ray instance of "
                             "--workers CPUs")
     quick: bool = flag(False, "the smoke preset (see above); explicit flags win")
     overwrite: bool = flag(False, "redo runs whose settings (or generator fit) differ from the study's")
     train_flags: list[str] = flag([], "after --: flags for every experiments.train run", remainder=True)
+
+    def __post_init__(self) -> None:
+        check(self)
+        if not self.seeds:
+            raise cli.UsageError("--seeds: give at least one seed")
 
     @property
     def source_list(self) -> list[str]:
@@ -142,32 +149,32 @@ def fit_params(args: Args) -> dict[str, dict[str, Any]]:
     return out
 
 
-def train_base(args: Args) -> flags.Args:
-    """The ``experiments.train`` settings every run shares: its defaults, the ``--quick`` preset, the ``--`` flags."""
+def train_base(args: Args) -> Recipe:
+    """The ``experiments.train`` recipe every run shares: its defaults, the ``--quick`` preset, the ``--`` flags."""
     ap = arguments.parser(flags.Args, "python -m experiments.train", None)
     base, given = arguments.parse(flags.Args, ap, args.train_flags)
-    return dataclasses.replace(base, **{k: v for k, v in QUICK_TRAIN.items() if k not in given}) if args.quick else base
+    preset = {k: v for k, v in QUICK_TRAIN.items() if k not in given} if args.quick else {}
+    return base.recipe.replace(**preset)
 
 
-def quick_fit(args: Args, base: flags.Args, data: Data, say: Any) -> tuple[Args, flags.Args]:
+def quick_fit(args: Args, base: Recipe, data: Data, say: Any) -> tuple[Args, Recipe]:
     """The smoke preset's windows, shortened to a small trace's parts (a Mustang week's validation part: 69 jobs).
 
     Only ``--quick`` adapts; a full study refuses windows longer than their part
     (``experiments.training.loop.check_inputs``).
     """
     caps = {"val_length": data.shortest_validation, "window": len(data.fit), "clone_window": len(data.fit)}
-    changes = {k: cap for k, cap in caps.items() if getattr(base, k) > cap}
+    changes = {k: cap for k, cap in caps.items() if base.get(k) > cap}
     for key, cap in changes.items():
-        say("quick", f"{arguments.flag_name(flags.Args, key)} {getattr(base, key)} -> {cap}: the trace's part has "
-                     f"{cap} jobs")
+        say("quick", f"{flag_of(key)} {base.get(key)} -> {cap}: the trace's part has {cap} jobs")
     if args.eval_length > data.test_jobs:
         say("quick", f"--eval-window {args.eval_length} -> {data.test_jobs}: the test split has {data.test_jobs} jobs")
         args = dataclasses.replace(args, eval_length=data.test_jobs)
-    return args, dataclasses.replace(base, **changes)
+    return args, base.replace(**changes)
 
 
-def train_args(args: Args, source: str, seed: int, base: flags.Args | None = None) -> flags.Args:
-    """The ``experiments.train`` settings of one run: :func:`train_base` (``base``) with the study's own settings."""
+def train_args(args: Args, source: str, seed: int, base: Recipe | None = None) -> Recipe:
+    """The recipe of one run: :func:`train_base` (``base``) with the study's own settings, checked."""
     workload = {"real": "real", "mixed": "mixed"}.get(source, "synthetic")
     synthesizer = {"mixed": args.mixed_with, "real": "arrivals"}.get(source, source)
     mine = {"trace": args.trace, "backfill": args.backfill, "workload": workload, "synthesizer": synthesizer,
@@ -177,9 +184,9 @@ def train_args(args: Args, source: str, seed: int, base: flags.Args | None = Non
     mine |= {key: getattr(args, key) for key in TRACE_FLAGS if getattr(args, key)}
     if workload != "real":
         mine["sample_pool"] = args.sample_pool
-    targs = dataclasses.replace(base or train_base(args), **mine)
-    flags.check_args(targs)
-    return targs
+    recipe = (base or train_base(args)).replace(**mine)
+    flags.check_args(flags.Args(recipe))
+    return recipe
 
 
 def fit_table(data: Data, rows: int) -> pd.DataFrame:
@@ -195,7 +202,7 @@ class FitTask:
     model: str
     params: dict[str, Any]
     where: str
-    data_args: flags.Args
+    recipe: Recipe  #: the trace and its training part (a run's source and selection)
     rows: int
     seed: int
     threads: int
@@ -206,7 +213,7 @@ class FidelityTask:
     """Score generators' samples with the fidelity report; one JSON per generator."""
 
     items: list[tuple[str, str, str]]  # (source, fitted model folder, output JSON)
-    data_args: flags.Args
+    recipe: Recipe  #: the trace and its training part (a run's source and selection)
     rows: int
     jobs: int
     threads: int
@@ -226,7 +233,7 @@ def do_fit(task: FitTask) -> dict[str, Any]:
     where = Path(task.where)
     with many.log_to(where.parent / f"{where.name}.log"):
         _set_threads(task.threads)
-        data = run_data(task.data_args, task.data_args)
+        data = run_data(task.recipe.source, task.recipe.selection)
         model = synth.get(task.model, max_nodes=data.machine.nodes, **task.params)
         model.fit(fit_table(data, task.rows), seed=task.seed)
         FitCache(where.parent).save(model, where)  # atomic; another study's save of the same fit is kept
@@ -264,8 +271,9 @@ def do_fidelity(task: FidelityTask) -> dict[str, Any]:
     started = time.perf_counter()
     with many.log_to(Path(task.log)):
         _set_threads(task.threads)
-        data = run_data(task.data_args, task.data_args)
-        test = traces.split(traces.read(task.data_args.trace, **task.data_args.read_kwargs()), "test")
+        source = task.recipe.source
+        data = run_data(source, task.recipe.selection)
+        test = traces.split(traces.read(source.trace, **source.read_kwargs()), "test")
         if task.jobs and task.jobs < len(test):
             test = head(test, task.jobs)
         samples, failed = {}, {}
@@ -307,13 +315,13 @@ class Study:
         self.failures: list[str] = []
         shared = train_base(args)
         real = train_args(args, "real", args.seeds[0], shared)
-        self.data = run_data(real, real)
+        self.data = run_data(real.source, real.selection)
         if args.quick:
             args, shared = quick_fit(args, shared, self.data, self.say)
             self.args = args
         self.base = train_args(args, "real", args.seeds[0], shared)
         # before any fit: a window longer than its part is a usage error
-        loop.check_inputs(flags.recipe_of(self.base), self.data)
+        loop.check_inputs(self.base, self.data)
         self.params = fit_params(args)
         self.fits: dict[str, Path] = {}
         self.runs = {(s, seed): train_args(args, s, seed, shared) for s in args.source_list for seed in args.seeds}
@@ -350,7 +358,7 @@ class Study:
         cache = FitCache(self.args.cache_dir)
         tasks, labels = [], []
         for g in self.args.generators:
-            where = cache.folder(self.base.trace_label, g, table, self.params[g], self.args.fit_seed)
+            where = cache.folder(self.base.source.trace_label, g, table, self.params[g], self.args.fit_seed)
             self.fits[g] = where
             if cache.holds(where):
                 self.say("fit", f"{g}: in the cache ({where.name}), skipped")
@@ -368,8 +376,7 @@ class Study:
 
     def train_stage(self) -> None:
         """Train the runs not trained yet (resuming the interrupted ones)."""
-        states = {k: many.run_state(flags.recipe_of(a), self._fit_of(k[0]), self.args.overwrite)
-                  for k, a in self.runs.items()}
+        states = {k: many.run_state(r, self._fit_of(k[0]), self.args.overwrite) for k, r in self.runs.items()}
         self.evaluated = [k for k, s in states.items() if s == "done"]
         self.to_evaluate = [k for k, s in states.items() if s == "trained"]
         tasks, keys = [], []
@@ -378,14 +385,14 @@ class Study:
                 self.say("train", f"{self.runs[key].name}: untrainable (its samples make no decisions), skipped")
             if state in ("done", "trained", many.UNTRAINABLE):
                 continue
-            source, targs = key[0], self.runs[key]
-            recipe = flags.recipe_of(targs).replace(resume=state == "resume", overwrite=state == "overwrite")
+            source = key[0]
+            recipe = self.runs[key].replace(resume=state == "resume", overwrite=state == "overwrite")
             if state == "resume":
-                self.say("train", f"{targs.name}: continuing an interrupted run from its last checkpoint")
+                self.say("train", f"{recipe.name}: continuing an interrupted run from its last checkpoint")
             gen = self.args.mixed_with if source == "mixed" else source
             fitted = self.fits.get(gen) if source != "real" else None
             if source != "real" and not (fitted and FitCache.holds(fitted)):
-                self.failures.append(f"train {targs.name}: its generator {gen} has no fit")
+                self.failures.append(f"train {recipe.name}: its generator {gen} has no fit")
                 continue
             tasks.append(many.RunTask("train", recipe, str(fitted) if fitted else None))
             keys.append(key)
@@ -401,7 +408,7 @@ class Study:
     def evaluate_stage(self) -> None:
         """Evaluate the runs trained but not evaluated."""
         keys = [k for k in self.runs if k in set(self.to_evaluate)]
-        tasks = [many.RunTask("evaluate", flags.recipe_of(self.runs[k]), None) for k in keys]
+        tasks = [many.RunTask("evaluate", self.runs[k], None) for k in keys]
         self._stage("evaluate", tasks, [self.runs[k].name for k in keys], len(self.evaluated))
 
     def fidelity_stage(self) -> None:

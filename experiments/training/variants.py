@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from experiments import runs
-from experiments.recipe import Recipe
+from experiments.recipe import Recipe, agent_env, naming_context, resolve
 from experiments.runs import RunFolder
 from hpcgym import io as hpcgym_io
 
@@ -50,15 +50,14 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
     from hpcgym import traces
 
     run = RunFolder(run_dir)
-    settings = run.settings()
-    recipe = Recipe.from_settings(settings)
-    sel = recipe.selection
+    recipe = run.recipe()
+    sel, backfill = recipe.selection, recipe.environment.backfill
     data = protocol.run_data(recipe.source, sel)
     starts = protocol.validation_starts(data, sel.val_length, count, seed)
     env = dict(machine=data.machine, workload=data.validation, window=sel.val_length, split="all",
-               time_scale=run.time_scale(), **protocol.agent_env(settings))
-    chosen = json.loads(run.warm_start.read_text()).get("chosen")
-    start = {"cloned": run.cloned, "untrained": run.untrained}.get(chosen)  # a taught residual's prior: no file
+               time_scale=run.time_scale(), **agent_env(recipe, resolve(recipe, playing=True)))
+    # a taught residual's prior has no file
+    start = {"cloned": run.cloned, "untrained": run.untrained}.get(run.chosen_start())
     out = {}
     for name, path in (("start", start), ("kept", run.model), ("last", run.last)):
         if path is None:
@@ -66,17 +65,17 @@ def check_scores(run_dir: Path, count: int, seed: int) -> dict[str, float]:
         model, _ = run.load_network(path)
         out[f"check_{name}"] = float(np.mean([i["metrics"]["bsld_mean"] for i in play_windows(model, starts, **env)]))
     windows = [traces.window(data.validation, sel.val_length, start=s) for s in starts]
-    context = protocol.heuristic_context(settings)
-    refs = [protocol.resolve_heuristic(name, **context) for name in ("saf", "tuned") if _has(name, settings)]
-    for cell in simulate_grid(windows, data.machine, refs, [recipe.environment.backfill]):
+    context = naming_context(recipe.source, backfill)
+    refs = [protocol.resolve_heuristic(name, **context) for name in ("saf", "tuned") if _has(name, recipe)]
+    for cell in simulate_grid(windows, data.machine, refs, [backfill]):
         out[f"check_{cell.policy}"] = float(np.mean([rec["bsld"].mean() for rec in cell.records]))
     return out
 
 
-def _has(name: str, settings: dict) -> bool:
+def _has(name: str, recipe: Recipe) -> bool:
     from baselines import tuned
 
-    return name != tuned.TUNED or tuned.find(settings["trace"], settings["backfill"]) is not None
+    return name != tuned.TUNED or tuned.find(recipe.source.trace, recipe.environment.backfill) is not None
 
 
 def fit_once(recipes: list[Recipe]) -> None:
@@ -104,8 +103,7 @@ def references(recipe: Recipe) -> dict[str, float]:
 
 def validation_scores(run: Path) -> dict[str, float]:
     """Validation bsld of the kept (best), the last and the first network of a run."""
-    curve = pd.read_csv(RunFolder(run).curve)
-    curve = curve[~curve["network"].str.contains("not kept")]
+    curve = RunFolder(run).learning_curve(kept=True)
     return {"val_kept": float(curve["val_bsld"].min()), "val_last": float(curve["val_bsld"].iat[-1]),
             "val_start": float(curve["val_bsld"].iat[0]), "validations": len(curve)}
 

@@ -6,11 +6,10 @@ the test windows, as paired ratios with 95% CIs.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from experiments import runs
+from experiments.results import Windows
 
 
 def kept_network(curve: pd.DataFrame) -> str:
@@ -41,15 +40,15 @@ def verdict(run: runs.RunFolder, table: pd.DataFrame) -> str:
     """
     from experiments import tables
 
-    per_window = pd.read_csv(run.per_window)
+    per_window = Windows.read(run.per_window).table
     kinds = per_window.groupby("scheduler")["kind"].first()
     agent = kinds.index[kinds == "agent"]
-    kept = kept_network(pd.read_csv(run.curve)) if run.curve.is_file() else "kept the last network (no validation)"
+    kept = kept_network(run.learning_curve())
     if agent.empty:
         return f"verdict: {kept}"
     row = table.set_index("scheduler").loc[agent[0]]
     parts = [f"verdict: {kept}. On the test windows the agent's bsld is {row['bsld']:.2f}"]
-    chosen = json.loads(run.warm_start.read_text()).get("chosen") if run.warm_start.is_file() else "untrained"
+    chosen = run.chosen_start() or "untrained"
     start = kinds.index[kinds == chosen]
     if len(start):
         ratio = tables.paired(per_window, start[0]).set_index("scheduler").loc[agent[0]]

@@ -13,25 +13,25 @@ from typing import Any
 
 from experiments import runs
 from experiments.protocol import Data
-from experiments.recipe import Recipe
+from experiments.recipe import Recipe, Resolved
 from hpcgym import io as hpcgym_io
 
 
-def warm_start(recipe: Recipe, model: Any, data: Data, workload: Any, run: runs.RunFolder, env: dict[str, Any],
-               validate: Callable[[Any], float] | None) -> tuple[dict[str, float], str]:
+def warm_start(recipe: Recipe, named: Resolved, model: Any, data: Data, workload: Any, run: runs.RunFolder,
+               env: dict[str, Any], validate: Callable[[Any], float] | None) -> tuple[dict[str, float], str]:
     """Save the untrained network; with ``--clone``, behaviour-clone the heuristic and save that too.
 
     The demonstrations are the heuristic's choices on the training workload (synthetic samples for a synthetic
     run: a synthetic-trained agent never sees real jobs before its evaluation). ``env``: the run's environment
     settings (``experiments.training.parts.env_kwargs``). It reads the warm start's section, the residual's prior
-    (``network.prior``), the validation windows (``selection``) and the seed.
+    (``network.prior``), the validation windows (``selection``) and the seed; ``named``: the heuristics the recipe
+    names (:func:`experiments.recipe.resolve`).
 
     With ``--start best`` and validation windows, RL then starts from whichever of the two scores better on them
     (``warm_start.json`` says which). Returns the validation scores measured and the network RL starts from.
     """
     from agents import pretrain
     from agents.callbacks import save_atomic
-    from experiments.training.parts import heuristic
     from hpcgym.env import SchedulingEnv
 
     warm, prior, sel, seed = recipe.warm_start, recipe.network.prior, recipe.selection, recipe.run.seed
@@ -45,7 +45,7 @@ def warm_start(recipe: Recipe, model: Any, data: Data, workload: Any, run: runs.
         held_out = (SchedulingEnv(workload=data.validation, window=sel.val_length, split="all", **env),
                     sel.val_windows)
     validate = validate if warm.start == "best" else None
-    pol = heuristic(warm.clone or prior, recipe.source, recipe.environment.backfill)
+    pol = named.clone if warm.clone else named.prior
     # a copy: the demonstrations must not move the training environments' workload (a mixed workload's turn),
     # or a resumed run, which skips them, would not find the workload where the uninterrupted run had it
     demo_env = SchedulingEnv(workload=copy.copy(workload), window=warm.clone_window, split="all",
