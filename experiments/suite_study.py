@@ -72,7 +72,14 @@ ROWS = {"tuned": [("tuned", "tuned:{fits}/{log}/{source}-easy.json", "tuned")],
 #: the answer's band of equivalence
 EQUIVALENT = (0.95, 1.05)
 QUICK = {"sample_jobs": 4096, "evaluations": 6, "tune_windows": 2, "fidelity_jobs": 1000, "draws": 2, "boot": 200,
-         "no_whole_split": True}
+         "no_whole_split": True, "timesteps": 256, "seeds": [0]}
+#: the residual recipe on ``tuned`` (docs/training.md); the study adds the source, its tuned fit and the seed
+RESIDUAL = ["--features", "v1", "--order", "tuned", "--baseline", "tuned", "--prior", "tuned", "--clone", "",
+            "--prior-temperature", "0.03", "--eval-windows", "0", "--no-whole-split", "--quiet"]
+#: ``--quick``'s smoke-size training (the study's other presets leave experiments.train's defaults)
+QUICK_TRAIN = ["--envs", "4", "--n-steps", "64", "--batch-size", "64", "--window", "64", "--slots", "32",
+               "--val-windows", "2", "--val-window", "256", "--val-every", "256", "--clone-episodes", "4",
+               "--clone-window", "256", "--clone-epochs", "5", "--checkpoint-every", "256"]
 DEFAULTS = {"evaluations": 300, "tune_windows": 64}
 
 
@@ -98,6 +105,11 @@ class Args:
     workers: int = flag(1, "tasks at once (processes, or Ray CPUs)")
     backend: str = flag("local", "local or ray")
     address: str = flag("", "with --backend ray: the cluster's address (empty: a local instance)")
+    agents: bool = flag(False, "also train the residual agent on each of --agent-sources' own tuned, --seeds each "
+                               "(experiments.train), and judge it against the one trained on real")
+    agent_sources: str = flag("real,arrivals", "with --agents: the sources the agents train on (real first)")
+    seeds: list[int] = flag([0, 1, 2], "with --agents: the agents' seeds")
+    timesteps: int = flag(100_000, "with --agents: training steps per agent")
     quick: bool = flag(False, "the smoke preset (4,096-job samples, 6 CMA-ES evaluations on 2 windows, 2 near-copies, "
                               "no streams); explicit flags win")
 
@@ -235,7 +247,95 @@ def _fit(learner: str, task: LearnTask, table: pd.DataFrame, nodes: int, folder:
     tuned.save(fit, folder / f"{task.source}-easy-learned.json")
 
 
-# ---- stage 2: the bench --------------------------------------------------------------------------------------------
+# ---- stage 2 (--agents): the residual agent on each source's own tuned ------------------------------------------
+@dataclass(frozen=True)
+class AgentTask:
+    """Train one residual agent (run in a worker: ``experiments.train`` in a subprocess)."""
+
+    log: str
+    source: str
+    seed: int
+    argv: tuple[str, ...]
+    folder: str
+
+
+def agent_tasks(args: Args, logs: Sequence[str]) -> list[AgentTask]:
+    """One training run per log, agent source and seed, on the source's own ``tuned`` fit from stage 1."""
+    tasks = []
+    for log in logs:
+        for source in args.agent_sources.split(","):
+            fit = args.folder / "fits" / log / f"{source}-easy.json"
+            workload = ["--workload", "real"] if source == "real" else ["--workload", "synthetic", "--synthesizer",
+                                                                        source]
+            for seed in args.seeds:
+                name = f"{log}-{source}-s{seed}"
+                argv = ("--trace", log, *workload, "--tuned", str(fit), "--seed", str(seed), "--timesteps",
+                        str(args.timesteps), "--runs-dir", str(args.folder / "runs"), "--run-name", name, *RESIDUAL,
+                        *(QUICK_TRAIN if args.quick else ()))
+                tasks.append(AgentTask(log, source, seed, argv, str(args.folder / "runs" / name)))
+    return tasks
+
+
+def train_agent(task: AgentTask) -> dict[str, Any]:
+    """Train the run unless its kept network exists (a run stopped midway resumes from its last checkpoint)."""
+    import subprocess
+    import sys
+
+    folder = Path(task.folder)
+    if (folder / "model.zip").is_file():
+        return {"log": task.log, "source": task.source, "seed": task.seed, "seconds": 0.0, "cached": True}
+    resume = ["--resume"] if (folder / "args.json").is_file() else []
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "experiments.train", *task.argv, *resume], capture_output=True,
+                          text=True)
+    out = {"log": task.log, "source": task.source, "seed": task.seed, "seconds": time.perf_counter() - started}
+    if done.returncode != 0:
+        out["error"] = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+    return out
+
+
+def agent_models(tasks: Sequence[AgentTask]) -> list[str]:
+    """The bench's ``--model`` specs: one row per source and seed, each run judged on the log it trained on."""
+    return [f"residual/{t.source}/s{t.seed}={t.folder}" for t in tasks if (Path(t.folder) / "model.zip").is_file()]
+
+
+def answer_agents(per_window: pd.DataFrame, sources: Sequence[str], seeds: Sequence[int], n_boot: int = 2000,
+                  seed: int = 0, floor: float = float("nan")) -> pd.DataFrame:
+    """Per agent source: the pooled ratio of its agents to the real agents, window by window.
+
+    Each window's score is the mean over the seeds (both sides), so the ratio compares the recipes, not single
+    seeds; ``median_seed`` and ``worst_seed`` give the seeds' own pooled ratios (seed k against real seed k).
+    ``floor`` is the noise floor shown beside it: the real ``tuned``'s (the agents start from it).
+    """
+    from experiments import pooled
+
+    agents = per_window[per_window["kind"] == "agent"]
+    rows = []
+    for source in [s for s in sources if s != "real"]:
+        mine, real, per_seed = [], [], {k: ([], []) for k in seeds}
+        for _, g in agents.groupby("log", sort=False):
+            table = g.pivot_table(index="window", columns="scheduler", values="bsld")
+            names = {k: (f"residual/{source}/s{k}", f"residual/real/s{k}") for k in seeds}
+            if not all(a in table and b in table for a, b in names.values()):
+                continue
+            mine.append(table[[a for a, _ in names.values()]].mean(axis=1).to_numpy())
+            real.append(table[[b for _, b in names.values()]].mean(axis=1).to_numpy())
+            for k, (a, b) in names.items():
+                per_seed[k][0].append(table[a].to_numpy())
+                per_seed[k][1].append(table[b].to_numpy())
+        if not mine:
+            continue
+        p = pooled.pool(mine, real, n_boot, seed=seed)
+        ratios = [pooled.pool(a, b, 200, seed=seed).ratio for a, b in per_seed.values()]
+        rows.append({"learner": "residual agent", "source": source, "seeds": len(seeds), "ratio": p.ratio,
+                     "lo": p.lo, "hi": p.hi, "lo_logs": p.lo_logs, "hi_logs": p.hi_logs, "noise_floor": floor,
+                     "logs": p.logs,
+                     "windows": p.windows, "median_seed": float(np.median(ratios)),
+                     "worst_seed": float(max(ratios)), "answer": verdict(p.ratio, p.lo, p.hi)})
+    return pd.DataFrame(rows)
+
+
+# ---- stage 3: the bench --------------------------------------------------------------------------------------------
 def rows(args: Args) -> tuple[list[str], list[str]]:
     """The bench's rows (``learner/source=spec+easy``) and references (each learner's ``real`` row)."""
     fits = args.folder / "fits"
@@ -248,10 +348,10 @@ def rows(args: Args) -> tuple[list[str], list[str]]:
     return out, refs
 
 
-def judge(args: Args, logs: Sequence[str]) -> pd.DataFrame:
-    """The bench on the study's logs; returns its pooled table."""
+def judge(args: Args, logs: Sequence[str], models: Sequence[str] = ()) -> pd.DataFrame:
+    """The bench on the study's logs (and the trained agents); returns its pooled table."""
     schedulers, references = rows(args)
-    settings = bench.Args(schedulers=schedulers, reference=references, traces=list(logs),
+    settings = bench.Args(schedulers=schedulers, reference=references, traces=list(logs), model=list(models),
                           out=str(args.folder / "bench"), draws=args.draws, boot=args.boot, seed=args.fit_seed,
                           workers=args.workers, backend=args.backend, address=args.address,
                           no_whole_split=args.no_whole_split, quiet=True)
@@ -286,7 +386,7 @@ def verdict(ratio: float, lo: float, hi: float, band: tuple[float, float] = EQUI
     return "worse" if lo > 1 else "better" if hi < 1 else "can't tell"
 
 
-# ---- stage 3: fidelity, and whether it predicts usefulness -------------------------------------------------------
+# ---- stage 4: fidelity, and whether it predicts usefulness -------------------------------------------------------
 @dataclass(frozen=True)
 class FidelityTask:
     """Score every generator's sample of one log against its test split (run in a worker)."""
@@ -407,11 +507,26 @@ def run(args: Args) -> dict[str, Any]:
     began = time.perf_counter()
     learned = _stage("fits", learn, tasks, args, say)
     timing["fits"] = time.perf_counter() - began
+    models: list[str] = []
+    if args.agents:
+        began = time.perf_counter()
+        trained = agent_tasks(args, logs)
+        timing["per_agent"] = _stage("agents", train_agent, trained, args, say)
+        timing["agents"] = time.perf_counter() - began
+        models = agent_models(trained)
     began = time.perf_counter()
-    pooled_table = judge(args, logs)
+    pooled_table = judge(args, logs, models)
     timing["bench"] = time.perf_counter() - began
     say(f"bench: {timing['bench']:,.0f} s")
     table = answer(pooled_table)
+    if args.agents:
+        real_tuned = pooled_table[(pooled_table["scheduler"] == "tuned/real")
+                                  & (pooled_table["reference"] == "tuned/real")]["noise_floor"]
+        agents = answer_agents(pd.read_csv(folder / "bench" / "per_window.csv"), args.agent_sources.split(","),
+                               args.seeds, args.boot, args.fit_seed,
+                               float(real_tuned.iat[0]) if len(real_tuned) else float("nan"))
+        hpcgym_io.write_table(agents, folder / "answer_agents.csv")
+        table = pd.concat([table, agents], ignore_index=True)
     per_log = pd.read_csv(folder / "bench" / "per_log.csv")
     hpcgym_io.write_table(table, folder / "answer.csv")
     hpcgym_io.write_table(per_log[per_log["reference"].str.endswith("/real")], folder / "per_log.csv")
@@ -440,8 +555,11 @@ def run(args: Args) -> dict[str, Any]:
 
 def summary(table: pd.DataFrame) -> str:
     """One line per learner and generator: the pooled ratio to real and the answer."""
+    def floor(value: float) -> str:
+        return "no noise floor" if pd.isna(value) else f"noise floor ±{value:.1%}"
+
     return "\n".join(f"{r.learner} trained on {r.source}: {r.ratio:.3f} ({r.lo:.3f}-{r.hi:.3f}) x trained on real, "
-                     f"{r.logs} logs, noise floor ±{r.noise_floor:.1%}: {r.answer}" for r in table.itertuples())
+                     f"{r.logs} logs, {floor(r.noise_floor)}: {r.answer}" for r in table.itertuples())
 
 
 def report(table: pd.DataFrame, logs: Sequence[str], args: Args, timing: dict[str, Any],
@@ -449,8 +567,8 @@ def report(table: pd.DataFrame, logs: Sequence[str], args: Args, timing: dict[st
     """``report.md``: the answer table, the logs, the settings, the time, and the sources that failed."""
     from experiments.tables import markdown
 
-    shown = table[["learner", "source", "ratio", "lo", "hi", "lo_logs", "hi_logs", "noise_floor", "logs", "windows",
-                   "answer", "stream_ratio", "stream_answer"]]
+    shown = table.reindex(columns=["learner", "source", "ratio", "lo", "hi", "lo_logs", "hi_logs", "noise_floor",
+                                   "logs", "windows", "answer", "stream_ratio", "stream_answer"])
     return "\n\n".join([
         "# Synthetic or real training data, on the suite",
         f"{len(logs)} logs: {', '.join(logs)}. Sources: {', '.join(args.source_list)}; learners: "

@@ -75,3 +75,18 @@ def test_fidelity_vs_usefulness_by_hand():
     table = suite_study.fidelity_vs_usefulness(fidelity, per_log, n_boot=200)
     row = table.set_index(["learner", "metric"]).loc[("tuned", "m")]
     assert row["rho_oriented"] == pytest.approx(1.0) and row["pairs"] == 6 and row["logs"] == 3
+
+
+@pytest.mark.slow
+def test_the_residual_agents_are_trained_per_source_and_judged_on_their_log(tmp_path):
+    cmd = [sys.executable, "-m", "experiments.study", "--suite", "--quick", "--traces", "theta", "--sources",
+           "real,lublin", "--learners", "tuned", "--agents", "--agent-sources", "real,lublin", "--no-fidelity",
+           "--out", str(tmp_path / "s"), "--cache", str(tmp_path / "cache")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    per_window = pd.read_csv(tmp_path / "s" / "bench" / "per_window.csv")
+    agents = per_window[per_window["kind"] == "agent"]
+    assert set(agents["scheduler"]) == {"residual/real/s0", "residual/lublin/s0"} and set(agents["log"]) == {"theta"}
+    sums = agents.groupby("scheduler")["bsld"].sum()
+    row = pd.read_csv(tmp_path / "s" / "answer_agents.csv").iloc[0]
+    assert row["ratio"] == pytest.approx(sums["residual/lublin/s0"] / sums["residual/real/s0"], rel=1e-12)
