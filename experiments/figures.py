@@ -129,7 +129,7 @@ class Results:
 
     @property
     def data_line(self) -> str:
-        """What was measured, up to the first ``;`` of summary.md's first line (trace, split, windows)."""
+        """What was measured, up to the first ``;`` of summary.md's line saying it (trace, split, windows)."""
         return self.description.split(";")[0].strip() or f"{self.trace}, test split"
 
 
@@ -139,15 +139,21 @@ def _summary(per_window: pd.DataFrame) -> pd.DataFrame:
     return evaluate.summary(per_window)
 
 
+def _measured(summary_md: str) -> str:
+    from experiments import evaluation as evaluate
+
+    return evaluate.measured(summary_md)
+
+
 def load(folder: Path) -> Results:
-    """Read ``per_window.csv``, ``per_job.csv``, ``summary.csv`` (or compute it) and summary.md's first line."""
+    """Read ``per_window.csv``, ``per_job.csv``, ``summary.csv`` (or compute it) and what summary.md says was run."""
     folder = Path(folder)
     per_window = Windows.read(folder / runs.PER_WINDOW).table
     per_job = pd.read_csv(folder / runs.PER_JOB)
     summary_csv = folder / runs.SUMMARY
     summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window)
     md = folder / runs.SUMMARY_MD
-    description = md.read_text().splitlines()[0].strip() if md.is_file() and md.read_text().strip() else ""
+    description = _measured(md.read_text()) if md.is_file() else ""
     run = folder.parent.name if folder == runs.RunFolder(folder.parent).eval else folder.name
     trace = description.split(",")[0].strip() if description else "trace not recorded"
     return Results(folder, per_window, per_job, summary, description, run, trace)
@@ -215,7 +221,7 @@ def styles(res: Results) -> dict[str, Style]:
 
 
 def _title(fig: Figure, measure: str, res: Results, note: str = "") -> None:
-    """A bold title (measure, trace, run) and a grey subtitle (summary.md's first line), above the layout."""
+    """A bold title (measure, trace, run) and a grey subtitle (what summary.md says was measured), above the layout."""
     sub = textwrap.wrap(f"{res.data_line}" + (f"; {note}" if note else ""), 115)
     height = fig.get_figheight()
     header = 0.12 + 0.24 + 0.15 * len(sub)  # inches: margin, title line, subtitle lines

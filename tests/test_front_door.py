@@ -1,0 +1,67 @@
+"""What a new user meets first (issue 56), one section per item of the issue (item 2: tests/test_readme.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments import evaluation
+from experiments.runs import BASELINE, RunFolder
+from experiments.training import verdict
+
+REPO = Path(__file__).resolve().parents[1]
+
+# ---- 1. the verdict is saved ---------------------------------------------------------------------------------------
+# Four test windows; the agent kept its cloned start (the same scores), and is below tuned+easy on every window.
+AGENT = "r-s0"
+SCORES = {AGENT: ("agent", [3, 4, 6, 7]), f"{AGENT} (cloned, no RL)": ("cloned", [3, 4, 6, 7]),
+          "tuned+easy": ("heuristic", [4, 5, 8, 8]), "saf+easy": ("heuristic", [5, 6, 7, 8]),
+          BASELINE: ("heuristic", [10, 12, 14, 16])}
+CURVE = [(0, 9.0, "untrained (not kept)"), (0, 8.0, "cloned"), (20, 8.5, "ppo"), (40, 8.25, "ppo")]
+
+
+def _evaluated_run(root: Path) -> tuple[RunFolder, pd.DataFrame]:
+    run = RunFolder(root / AGENT)
+    run.eval.mkdir(parents=True)
+    pd.DataFrame(CURVE, columns=["timesteps", "val_bsld", "network"]).to_csv(run.curve, index=False)
+    run.warm_start.write_text(json.dumps({"chosen": "cloned"}))
+    per_window = pd.DataFrame([{"scheduler": s, "kind": k, "backfill": "easy", "window": w, "bsld": float(b),
+                                "wait": 60.0, "utilization": 0.5}
+                               for s, (k, bs) in SCORES.items() for w, b in enumerate(bs)])
+    per_job = per_window[["scheduler", "kind", "backfill", "window", "bsld"]]
+    return run, evaluation.write_results(run.eval, per_window, per_job, "lublin-256, test split, 4 windows")
+
+
+def test_the_verdict_is_the_first_line_of_summary_md_and_in_verdict_json(tmp_path):
+    run, table = _evaluated_run(tmp_path)
+    line = verdict.save(run, table)
+    text = run.summary_md.read_text()
+    assert text.splitlines()[0] == line and line.startswith("verdict: kept the cloned start: RL did not improve")
+    # then the table (under the line naming the reference), then what was measured
+    paragraphs = text.split("\n\n")
+    assert paragraphs[1].startswith("Reference: tuned+easy") and paragraphs[2].startswith("| scheduler |")
+    assert paragraphs[3].startswith("lublin-256, test split, 4 windows")
+    saved = json.loads(run.verdict.read_text())
+    assert saved["verdict"] == line and saved["agent"] == AGENT
+    assert saved["bsld"] == pytest.approx(5.0)  # (3 + 4 + 6 + 7) / 4
+    assert "best RL checkpoint 8.25 at step 40, start 8.00" in saved["kept"]
+    ref = saved["vs_reference"]
+    assert ref["reference"] == "tuned+easy" and ref["reference_bsld"] == pytest.approx(6.25)
+    assert ref["ratio"] == pytest.approx(5.0 / 6.25) and ref["ci_high"] < 1 and ref["outcome"] == "better"
+    start = saved["vs_start"]  # the kept start plays as the agent: a ratio of exactly 1 on every resample
+    assert (start["start"], start["ratio"], start["ci_low"], start["ci_high"], start["outcome"]) == \
+        ("cloned", 1.0, 1.0, 1.0, "a tie")
+    assert verdict.save(run, table) == line and run.summary_md.read_text() == text  # saved again: not stacked
+    from experiments import figures
+
+    assert figures.load(run.eval).description == "lublin-256, test split, 4 windows"  # the figures' subtitle
+
+
+def test_a_new_evaluation_of_the_run_drops_the_old_verdict(tmp_path):
+    run, table = _evaluated_run(tmp_path)
+    verdict.save(run, table)
+    evaluation.write_results(run.eval, pd.read_csv(run.per_window), pd.read_csv(run.per_job), "again")
+    assert not run.verdict.exists() and not run.summary_md.read_text().startswith("verdict:")
