@@ -99,7 +99,7 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE, per_job: pd.Data
     table.insert(6, "headroom", references.headroom(table))
     reference = Windows(per_window).reference()
     if reference is not None:
-        ratios = _paired(per_window, reference, per_job)
+        ratios = tables.paired_ci(per_window, reference, per_job)[0]
         table = table.merge(ratios, on="scheduler", how="left")
         cols = list(table.columns)
         moved = [c for c in ratios.columns if c != "scheduler"]
@@ -109,14 +109,6 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE, per_job: pd.Data
     table = table.sort_values(["upper_bound", "bsld"]).drop(columns="upper_bound").reset_index(drop=True)
     table.attrs["reference"] = reference
     return table
-
-
-def _paired(per_window: pd.DataFrame, reference: str, per_job: pd.DataFrame | None) -> pd.DataFrame:
-    """The paired ratios of :func:`summary`: by blocks of jobs where the records allow it, else by blocks of windows."""
-    if per_job is None or per_job.empty or "start" not in per_window:
-        return tables.paired(per_window, reference)
-    length = int(per_job.groupby(["scheduler", "window"]).size().max())
-    return tables.paired_by_jobs(per_job, per_window, reference, length)
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:

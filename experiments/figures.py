@@ -8,7 +8,7 @@ Reads a results folder as ``experiments.evaluate`` / ``experiments.train`` write
 1. :func:`figure_per_window`: mean bounded slowdown of every test window for the rows that matter (the agent, its
    start, the strongest references, FCFS+EASY: :func:`rows_that_matter`), with the mean and its bootstrap CI;
 2. :func:`figure_paired`: the agent's and its start's bsld minus the reference's, window by window, with the
-   paired ratio and its block-bootstrap CI (:mod:`experiments.tables`);
+   paired ratio and its block-bootstrap CI, as the summary table has them (:func:`experiments.tables.paired_ci`);
 3. :func:`figure_survival`: the tail ``P(bsld > x)`` of per-job bounded slowdown, log axes;
 4. :func:`figure_wait`: the mean wait over the course of a window (jobs in submit order, deciles).
 
@@ -133,10 +133,10 @@ class Results:
         return self.description.split(";")[0].strip() or f"{self.trace}, test split"
 
 
-def _summary(per_window: pd.DataFrame) -> pd.DataFrame:
+def _summary(per_window: pd.DataFrame, per_job: pd.DataFrame | None = None) -> pd.DataFrame:
     from experiments import evaluation as evaluate
 
-    return evaluate.summary(per_window)
+    return evaluate.summary(per_window, per_job=per_job)
 
 
 def _measured(summary_md: str) -> str:
@@ -151,7 +151,7 @@ def load(folder: Path) -> Results:
     per_window = Windows.read(folder / runs.PER_WINDOW).table
     per_job = pd.read_csv(folder / runs.PER_JOB)
     summary_csv = folder / runs.SUMMARY
-    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window)
+    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window, per_job)
     md = folder / runs.SUMMARY_MD
     description = _measured(md.read_text()) if md.is_file() else ""
     run = folder.parent.name if folder == runs.RunFolder(folder.parent).eval else folder.name
@@ -294,7 +294,8 @@ def rows_that_matter(res: Results) -> list[str]:
 def figure_paired(res: Results) -> Figure:
     """The agent's (and its start's) bsld minus the reference's on each window, with the paired ratio and its CI.
 
-    Without agents, the other rows that matter take their place. Windows are in the order of their start.
+    The ratio and its CI are the summary table's (:func:`experiments.tables.paired_ci`). Without agents, the other
+    rows that matter take their place. Windows are in the order of their start.
     """
     st = styles(res)
     results = Windows(res.per_window)
@@ -302,7 +303,8 @@ def figure_paired(res: Results) -> Figure:
     shown = [n for n in rows_that_matter(res) if n not in (reference, BASELINE)]
     agents = [n for n in shown if st[n].agent]
     shown = agents or shown
-    ratios = tables.paired(res.per_window, reference).set_index("scheduler") if reference else None
+    ratios, blocks = tables.paired_ci(res.per_window, reference, res.per_job) if reference else (None, "")
+    ratios = ratios.set_index("scheduler") if ratios is not None else None
     key = "start" if "start" in res.per_window else "window"
     ref = results.bsld(reference) if reference else pd.Series(dtype=float)
     with _style():
@@ -322,7 +324,7 @@ def figure_paired(res: Results) -> Figure:
         ax.grid(axis="y", color="#e4e4e4", lw=0.6)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         _title(fig, f"Paired difference from the reference ({reference}) per test window", res,
-               "ratio of means with a 95% block-bootstrap CI")
+               f"ratio of means with a 95% block-bootstrap CI ({blocks}), as in summary.md")
     return fig
 
 

@@ -65,3 +65,29 @@ def test_a_new_evaluation_of_the_run_drops_the_old_verdict(tmp_path):
     verdict.save(run, table)
     evaluation.write_results(run.eval, pd.read_csv(run.per_window), pd.read_csv(run.per_job), "again")
     assert not run.verdict.exists() and not run.summary_md.read_text().startswith("verdict:")
+
+
+# ---- 3. one CI method in the table and the figure ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def heuristics_run(tmp_path_factory):
+    """Six windows of 256 jobs of lublin-256's test split (3,000 jobs): two of them overlap."""
+    out = tmp_path_factory.mktemp("front") / "lublin-run" / "eval"
+    per_window, per_job = evaluation.evaluate_on_test("lublin-256", {}, windows=6, length=256, seed=0,
+                                                      progress=False)
+    evaluation.write_results(out, per_window, per_job, evaluation.describe("lublin-256", 6, 256, 0))
+    return out
+
+
+def test_the_paired_figure_shows_the_summary_tables_ratio_and_ci(heuristics_run):
+    from experiments import figures, tables
+
+    res = figures.load(heuristics_run)
+    summary = pd.read_csv(heuristics_run / "summary.csv").set_index("scheduler")
+    fig = figures.figure_paired(res)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend  # one entry per row shown, each with the summary's ratio and CI, to the digit
+    for entry in legend:
+        name = next(n for n in summary.index if entry.startswith(f"{figures.styles(res)[n].label}: "))
+        row = summary.loc[name, ["vs_reference", "vs_reference_low", "vs_reference_high"]]
+        assert f": {tables.ratio_text(*row)} x reference" in entry, (entry, tuple(row))
+    assert "blocks of 256 consecutive jobs" in " ".join(t.get_text() for t in fig.texts)  # the subtitle says which
