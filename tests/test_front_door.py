@@ -91,3 +91,72 @@ def test_the_paired_figure_shows_the_summary_tables_ratio_and_ci(heuristics_run)
         row = summary.loc[name, ["vs_reference", "vs_reference_low", "vs_reference_high"]]
         assert f": {tables.ratio_text(*row)} x reference" in entry, (entry, tuple(row))
     assert "blocks of 256 consecutive jobs" in " ".join(t.get_text() for t in fig.texts)  # the subtitle says which
+
+
+# ---- 6. figures: the rows that matter, no colour twice, one name for the start not kept ----------------------------
+def test_no_two_heuristic_families_share_a_colour(heuristics_run):
+    from experiments import figures
+
+    st = figures.styles(figures.load(heuristics_run))
+    families = {name.split("+")[0]: s.colour for name, s in st.items()}
+    assert len(families) >= 14  # lublin-256: the classic, last2, learned, tuned and clairvoyant families
+    assert len(set(families.values())) == len(families), families
+    many = figures.family_colours([f"plugin{i}" for i in range(60)])
+    assert len(set(many.values())) == 60
+
+
+def _agent_results(tmp_path: Path):
+    from experiments import figures
+
+    jobs = pd.DataFrame({"job_id": range(8), "submit": range(8), "wait": [0, 60, 0, 600, 30, 0, 0, 900],
+                         "bsld": [1.0, 2.0, 1.0, 8.0, 1.5, 1.0, 1.0, 12.0]})
+    rows = {"run": ("agent", 1.0), "run (cloned, no RL)": ("cloned", 1.0), "tuned+easy": ("heuristic", 1.2),
+            "saf+easy": ("heuristic", 1.3), BASELINE: ("heuristic", 2.0), "sjf+none": ("heuristic", 3.0),
+            "clairvoyant+easy": ("clairvoyant", 0.5)}
+    per_job = pd.concat([jobs.assign(scheduler=s, kind=k, backfill="none" if s.endswith("none") else "easy",
+                                     window=w, bsld=jobs["bsld"] * f) for s, (k, f) in rows.items() for w in (0, 1)])
+    per_window = per_job.groupby(["scheduler", "kind", "backfill", "window"], as_index=False, sort=False).agg(
+        bsld=("bsld", "mean"), wait=("wait", "mean")).assign(utilization=0.5)
+    return figures.Results(tmp_path, per_window, per_job, evaluation.summary(per_window), "toy, 2 windows", "run",
+                           "toy")
+
+
+@pytest.mark.parametrize("draw", ["figure_survival", "figure_wait"])
+def test_the_line_figures_draw_the_rows_that_matter_over_the_rest(tmp_path, draw):
+    from experiments import figures
+
+    res = _agent_results(tmp_path)
+    assert figures.focus_rows(res) == ["run", "run (cloned, no RL)", "tuned+easy", BASELINE, "clairvoyant+easy"]
+    fig = getattr(figures, draw)(res)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["agent", "agent (cloned, no RL): the same as the agent on every job (drawn thin on top)",
+                      "TUNED+EASY (reference)", "FCFS+EASY (baseline)", "CLAIRVOYANT+EASY (upper bound)",
+                      "the 2 other rows (solid: EASY backfilling, dashed: none)"]
+    colours = [h.get_color() for h in fig.legends[0].legend_handles[:5]]
+    assert len(set(colours)) == 5  # no colour twice among the rows that matter
+    lines = fig.axes[0].get_lines()
+    faint = [ln for ln in lines if ln.get_color() == figures.FAINT["color"]]
+    assert len(faint) == 2 and all(ln.get_zorder() < min(x.get_zorder() for x in lines if x not in faint)
+                                   for ln in faint)
+    start, agent = (next(ln for ln in lines if ln.get_color() == c) for c in colours[1::-1])
+    assert start.get_zorder() > agent.get_zorder() and start.get_linewidth() < agent.get_linewidth()
+
+
+def test_the_learning_curve_names_the_start_not_kept_as_the_csv_does(tmp_path):
+    from agents.curves import plot_learning_curves
+
+    curve = tmp_path / "learning_curve.csv"
+    pd.DataFrame(CURVE, columns=["timesteps", "val_bsld", "network"]).to_csv(curve, index=False)
+    import matplotlib.axes
+
+    captured = {}  # the figure is closed once saved: read its legend as it is made
+    real_legend = matplotlib.axes.Axes.legend
+
+    def legend(ax, *args, **kwargs):
+        captured["labels"] = ax.get_legend_handles_labels()[1]
+        return real_legend(ax, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.axes.Axes, "legend", legend)
+        plot_learning_curves({"r-s0": curve}, tmp_path / "curve.png")
+    assert captured["labels"] == ["r-s0", "r-s0: untrained (not kept)"]
