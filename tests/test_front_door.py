@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -91,6 +94,74 @@ def test_the_paired_figure_shows_the_summary_tables_ratio_and_ci(heuristics_run)
         row = summary.loc[name, ["vs_reference", "vs_reference_low", "vs_reference_high"]]
         assert f": {tables.ratio_text(*row)} x reference" in entry, (entry, tuple(row))
     assert "blocks of 256 consecutive jobs" in " ".join(t.get_text() for t in fig.texts)  # the subtitle says which
+
+
+# ---- 4. the notebooks speak the project's vocabulary, and run from a fresh clone ----------------------------------
+NOTEBOOKS = sorted(p for p in (REPO / "experiments" / "notebooks").glob("*.ipynb") if ".nbconvert." not in p.name)
+#: meanings docs/definitions.md retired: FCFS+EASY is the baseline, and the test windows overlap
+RETIRED = [r"windows are independent", r"nothing joins them"]
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def _cells(path: Path, kind: str) -> list[str]:
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == kind]
+
+
+def retired_meanings(markdown: str) -> list[str]:
+    """Sentences of ``markdown`` that use a word in a meaning docs/definitions.md does not give it."""
+    found = []
+    for sentence in re.split(r"(?<=[.:;])\s+", " ".join(markdown.split())):
+        # FCFS+EASY is the baseline (the reference is the strongest implementable row); the windows overlap
+        if ("FCFS" in sentence and re.search(r"\bthe reference\b", sentence) and "baseline" not in sentence) or \
+                any(re.search(pattern, sentence) for pattern in RETIRED):
+            found.append(sentence)
+    return found
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_notebooks_use_the_words_as_docs_definitions_does(notebook):
+    markdown = "\n\n".join(_cells(notebook, "markdown"))
+    assert not retired_meanings(markdown), retired_meanings(markdown)
+    promised = re.findall(r"draws (\w+) (?:paper-size )?figures", markdown)
+    drawn = sum(len(re.findall(r"^figures\[\"\w+\"\] = ", code, flags=re.M)) for code in _cells(notebook, "code"))
+    assert [NUMBERS[w] for w in promised] == ([drawn] if promised else []), (promised, drawn)
+
+
+def test_the_retired_meanings_are_found_and_the_definitions_define_the_words():
+    old = ("the dotted line is the mean of FCFS+EASY, the reference. Each dot is one window (windows are "
+           "independent draws from the test split, so nothing joins them).")
+    assert retired_meanings(old) == ["the dotted line is the mean of FCFS+EASY, the reference.",
+                                     "Each dot is one window (windows are independent draws from the test split, so "
+                                     "nothing joins them)."]
+    assert not retired_meanings("The windows overlap, so they are not independent draws. FCFS+EASY is the baseline, "
+                                "never the reference.")
+    words = (REPO / "docs" / "definitions.md").read_text().split("### The words of a results table", 1)[1]
+    for word, meaning in (("reference", "the strongest implementable row"), ("baseline", "FCFS+EASY"),
+                          ("upper bound", "the clairvoyant row"), ("test windows", "They overlap")):
+        assert re.search(rf"^\| {word} \| [^\n]*{re.escape(meaning)}", words, flags=re.M), word
+
+
+@pytest.mark.slow
+def test_the_study_notebook_runs_where_there_is_no_study(tmp_path):
+    """A checkout with no ``studies/``: the notebook makes the small study itself, then draws it."""
+    import os
+
+    (tmp_path / "pyproject.toml").write_text("")  # the notebook's root: as a fresh clone's, without studies/
+    notebook = tmp_path / "notebooks" / "study_slowdown.ipynb"
+    notebook.parent.mkdir()
+    notebook.write_text((REPO / "experiments" / "notebooks" / notebook.name).read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("HPCGYM_STUDY", "MPLBACKEND")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    jupyter = Path(sys.executable).parent / "jupyter"
+    done = subprocess.run([str(jupyter) if jupyter.exists() else sys.executable, *([] if jupyter.exists() else
+                           ["-m", "jupyter"]), "nbconvert", "--to", "notebook", "--execute", "--output",
+                           str(tmp_path / "executed.ipynb"), notebook.name], cwd=notebook.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    small = tmp_path / "studies" / "small"
+    assert len(pd.read_csv(small / "study.csv")) and (small / "figures" / "slowdown.png").is_file()
+    outputs = json.dumps(json.loads((tmp_path / "executed.ipynb").read_text())["cells"][1]["outputs"])
+    assert "a small one made now" in outputs
 
 
 # ---- 6. figures: the rows that matter, no colour twice, one name for the start not kept ----------------------------
