@@ -164,6 +164,27 @@ def test_the_study_notebook_runs_where_there_is_no_study(tmp_path):
     assert "a small one made now" in outputs
 
 
+# ---- 5. no leftovers in the tree -----------------------------------------------------------------------------------
+ROOT_FILES = {".gitignore", "README.md", "mkdocs.yml", "pyproject.toml"}
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_the_tree_holds_only_the_projects_files():
+    tracked = _git("ls-files").stdout.split()
+    assert tracked, "not a git checkout: this test reads the tracked files"
+    assert {p for p in tracked if "/" not in p} <= ROOT_FILES  # e.g. a stray watcher.pid
+    assert not [p for p in tracked if p.endswith((".pid", ".nbconvert.ipynb"))]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_what_the_documented_notebook_command_writes_is_ignored(notebook):
+    written = notebook.with_name(f"{notebook.stem}.nbconvert.ipynb")  # jupyter nbconvert --to notebook --execute
+    assert _git("check-ignore", "-q", str(written.relative_to(REPO))).returncode == 0
+
+
 # ---- 6. figures: the rows that matter, no colour twice, one name for the start not kept ----------------------------
 def test_no_two_heuristic_families_share_a_colour(heuristics_run):
     from experiments import figures
