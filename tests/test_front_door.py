@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -183,6 +184,41 @@ def test_the_tree_holds_only_the_projects_files():
 def test_what_the_documented_notebook_command_writes_is_ignored(notebook):
     written = notebook.with_name(f"{notebook.stem}.nbconvert.ipynb")  # jupyter nbconvert --to notebook --execute
     assert _git("check-ignore", "-q", str(written.relative_to(REPO))).returncode == 0
+
+
+# ---- 7. the project's deprecation warnings stay out of its tests ---------------------------------------------------
+OLD_NAMES = re.compile(r"hpcgym\.sim\.engine|hpcgym\.sim\.core|hpcgym\.render\b|sim import (?:engine|core)\b|"
+                       r"policy\.score\b|protocol\.heuristic\(|--val-length|--eval-length")
+#: the one test of each old name (it expects the warning)
+OLD_NAME_TESTS = {"test_step_path.py", "test_resolve.py", "test_vocabulary.py", Path(__file__).name}
+
+
+def test_collecting_the_doctests_imports_no_deprecated_alias():
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0",
+                           "-W", r"error:hpcgym\.:DeprecationWarning", "hpcgym", "baselines"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "is renamed" not in done.stdout + done.stderr, done.stdout[-3000:]
+
+
+def test_a_deprecation_warning_of_the_project_fails_a_test():
+    with pytest.raises(DeprecationWarning, match="is renamed"):
+        warnings.warn("hpcgym.sim.engine is renamed hpcgym.sim.simulator", DeprecationWarning, stacklevel=1)
+    with pytest.raises(DeprecationWarning, match="is deprecated"):
+        warnings.warn("experiments.protocol.heuristic(name, settings) is deprecated", DeprecationWarning, stacklevel=1)
+
+
+def test_the_tests_and_docs_use_the_new_names():
+    pages = [p for p in (REPO / "docs").rglob("*.md") if "journal" not in p.parts]
+    sources = [p for p in (REPO / "tests").glob("*.py") if p.name not in OLD_NAME_TESTS]
+    sources += [*(REPO / "examples").glob("*.py"), *(REPO / "benchmarks").glob("*.py"), *NOTEBOOKS, REPO / "README.md"]
+    found = []
+    for path in pages + sources:
+        # a paragraph about the old names themselves (deprecated aliases, "[formerly ...]") may name them
+        for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+            if path in pages and re.search(r"deprecated|formerly|alias", paragraph):
+                continue
+            found += [f"{path.relative_to(REPO)}: {m.group(0)}" for m in OLD_NAMES.finditer(paragraph)]
+    assert not found, found
 
 
 # ---- 6. figures: the rows that matter, no colour twice, one name for the start not kept ----------------------------
