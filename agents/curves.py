@@ -14,8 +14,9 @@ def plot_learning_curves(curves: Mapping[str, Path], out: Path, title: str = "",
                          references: Mapping[str, float] | None = None) -> Path:
     """Plot each ``label -> learning_curve.csv`` (``timesteps, val_bsld, network``) and save a PNG to ``out``.
 
-    The line follows the networks RL trained; the warm-start candidate it did not start from (``... (not kept)``)
-    is a cross at step 0. ``references`` draws horizontal lines (e.g. heuristics on the same windows).
+    The line follows the networks RL trained; a warm-start candidate it did not start from is a cross at step 0,
+    named as the CSV names it (``untrained (not kept)``). ``references`` draws horizontal lines (e.g. heuristics on
+    the same windows).
     """
     import matplotlib
 
@@ -28,9 +29,9 @@ def plot_learning_curves(curves: Mapping[str, Path], out: Path, title: str = "",
             df = pd.read_csv(path)
             aside = df["network"].astype(str).str.contains("not kept")
             line = ax.plot(df.loc[~aside, "timesteps"], df.loc[~aside, "val_bsld"], marker="o", ms=3, label=label)
-            if aside.any():
-                ax.scatter(df.loc[aside, "timesteps"], df.loc[aside, "val_bsld"], marker="x",
-                           color=line[0].get_color(), label=f"{label}: warm-start candidate not kept")
+            for network, points in df[aside].groupby("network", sort=False):  # named as the CSV and summary name it
+                ax.scatter(points["timesteps"], points["val_bsld"], marker="x", color=line[0].get_color(),
+                           label=f"{label}: {network}")
     for label, value in (references or {}).items():
         ax.axhline(value, ls="--", lw=1, color="grey")
         ax.annotate(label, (0, value), fontsize=8, color="grey", va="bottom")

@@ -58,8 +58,9 @@ def learned_policies(trace: str) -> list[PriorityPolicy]:
     except FileNotFoundError:
         return []
     name = f"{predict.LEARNED_NAME}:{trace}"
-    texts = {"sjbf": "s; backfill the shortest learned prediction first (EASY++ on learned predictions)",
-             "sjf-last2": "r: the learned prediction", "saf-last2": "r * n, r: the learned prediction"}
+    texts = {"sjbf": "FCFS order, backfilling the shortest learned prediction first (EASY++ on learned predictions)",
+             "sjf-last2": "shortest learned prediction first (SJF on learned predictions)",
+             "saf-last2": "smallest area first, by learned prediction x nodes (SAF on learned predictions)"}
     return [dataclasses.replace(p, name=p.name.replace("-last2", "") + "-learned", predictor=name,
                                 description=texts.get(p.name, p.description))
             for p in PREDICTIVE]
@@ -114,7 +115,8 @@ def reference_cells(windows: Sequence[pd.DataFrame], machine: Machine, trace: st
     cells = simulate_grid(windows, machine, [*priorities.names(), *smart], backfills, True, progress)
     notes = {}
     if smart:
-        notes.update({f"{p.name}+{b}": f"{p.description} ({p.predictor}: {Path(predict.get(p.predictor).source).name})"
+        notes.update({f"{p.name}+{b}": f"{p.description}; predictions of {p.predictor} "
+                                       f"({Path(predict.get(p.predictor).source).name})"
                       for p in smart for b in backfills})
     for backfill in backfills:
         for variant in ("", tuned.LEARNED_VARIANT):

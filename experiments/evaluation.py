@@ -28,6 +28,8 @@ from hpcgym import machines, metrics, traces
 
 HEURISTIC_BACKFILLS = ("none", "easy")
 CONFIDENCE = 0.95
+#: how the summary's line naming the reference and the baseline starts
+REFERENCE_LINE = "Reference: "
 
 
 def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequence[int], length: int,
@@ -97,7 +99,7 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE, per_job: pd.Data
     table.insert(6, "headroom", references.headroom(table))
     reference = Windows(per_window).reference()
     if reference is not None:
-        ratios = _paired(per_window, reference, per_job)
+        ratios = tables.paired_ci(per_window, reference, per_job)[0]
         table = table.merge(ratios, on="scheduler", how="left")
         cols = list(table.columns)
         moved = [c for c in ratios.columns if c != "scheduler"]
@@ -107,14 +109,6 @@ def summary(per_window: pd.DataFrame, baseline: str = BASELINE, per_job: pd.Data
     table = table.sort_values(["upper_bound", "bsld"]).drop(columns="upper_bound").reset_index(drop=True)
     table.attrs["reference"] = reference
     return table
-
-
-def _paired(per_window: pd.DataFrame, reference: str, per_job: pd.DataFrame | None) -> pd.DataFrame:
-    """The paired ratios of :func:`summary`: by blocks of jobs where the records allow it, else by blocks of windows."""
-    if per_job is None or per_job.empty or "start" not in per_window:
-        return tables.paired(per_window, reference)
-    length = int(per_job.groupby(["scheduler", "window"]).size().max())
-    return tables.paired_by_jobs(per_job, per_window, reference, length)
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -150,8 +144,10 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     """Write ``per_window.csv``, ``per_job.csv``, ``summary.csv`` and ``summary.md`` to ``out``; return the summary.
 
     With ``whole`` (the stream's per-job records, :func:`experiments.stream.run`), also ``stream.csv``, and the
-    summary gains the stream's columns.
+    summary gains the stream's columns. A training run's verdict in ``out`` (``verdict.json``) judged the evaluation
+    this one replaces: it is removed (``experiments.train`` writes the new one after, :mod:`.training.verdict`).
     """
+    (out / runs.VERDICT).unlink(missing_ok=True)
     table = summary(per_window, per_job=per_job)
     if whole is not None:
         streamed = stream.table(whole)
@@ -164,12 +160,15 @@ def write_results(out: Path, per_window: pd.DataFrame, per_job: pd.DataFrame, de
     notes += identical_rows(per_window)
     description = "\n".join([description, *(f"Note: {n}" for n in notes)]) if notes else description
     table.attrs["description"] = description
-    hpcgym_io.write_text(out / runs.SUMMARY_MD, format_summary(table, description) + "\n")
+    hpcgym_io.write_text(out / runs.SUMMARY_MD, format_summary(table, description, measured_last=True) + "\n")
     return table
 
 
-def format_summary(table: pd.DataFrame, description: str = "") -> str:
-    """The summary as a Markdown table (implementable rows first, upper bounds marked), under what it measured."""
+def format_summary(table: pd.DataFrame, description: str = "", measured_last: bool = False) -> str:
+    """The summary as a Markdown table (implementable rows first, upper bounds marked), under what it measured.
+
+    With ``measured_last`` (``summary.md``), what it measured and the notes come after the table instead.
+    """
     shown = pd.DataFrame({
         "scheduler": [f"{s} (upper bound)" if k == tables.CLAIRVOYANT else s
                       for s, k in zip(table["scheduler"], table["kind"], strict=True)],
@@ -191,12 +190,24 @@ def format_summary(table: pd.DataFrame, description: str = "") -> str:
         if c.startswith("win_rate_vs_"):
             shown[c.replace("win_rate_vs_", "wins vs ")] = table[c]
     reference = table.attrs.get("reference") or _reference_of(table)
-    head = [description] if description else []
+    measured = [description] if description else []
+    head = [] if measured_last else measured
     if reference:
         on_stream = table.attrs.get("stream_reference")
         whole = f" on the windows, {on_stream} on the whole split" if on_stream and on_stream != reference else ""
-        head.append(f"Reference: {reference} (the strongest implementable row){whole}; baseline: {BASELINE}.")
-    return "\n\n".join([*head, tables.markdown(shown, digits=2)])
+        head.append(f"{REFERENCE_LINE}{reference} (the strongest implementable row){whole}; baseline: {BASELINE}.")
+    return "\n\n".join([*head, tables.markdown(shown, digits=2), *(measured if measured_last else [])])
+
+
+def measured(summary_md: str) -> str:
+    """What a ``summary.md`` says was measured (:func:`describe`'s line; ``""``: nothing).
+
+    That is its first line that is not the verdict, the reference line, the table or a note.
+    """
+    for line in map(str.strip, summary_md.splitlines()):
+        if line and not line.startswith(("verdict: ", REFERENCE_LINE, "|", "Note: ")):
+            return line
+    return ""
 
 
 def _reference_of(table: pd.DataFrame) -> str | None:
@@ -215,7 +226,7 @@ class Evaluation:
     per_job: pd.DataFrame
     #: per-job records of every row on the whole split as one episode (:mod:`experiments.stream`), or None
     stream: pd.DataFrame | None = None
-    #: what was measured (:func:`describe`), the first line of ``summary.md``
+    #: what was measured (:func:`describe`), under the table of ``summary.md`` (:func:`measured` reads it back)
     description: str = ""
 
 

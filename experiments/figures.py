@@ -8,13 +8,15 @@ Reads a results folder as ``experiments.evaluate`` / ``experiments.train`` write
 1. :func:`figure_per_window`: mean bounded slowdown of every test window for the rows that matter (the agent, its
    start, the strongest references, FCFS+EASY: :func:`rows_that_matter`), with the mean and its bootstrap CI;
 2. :func:`figure_paired`: the agent's and its start's bsld minus the reference's, window by window, with the
-   paired ratio and its block-bootstrap CI (:mod:`experiments.tables`);
+   paired ratio and its block-bootstrap CI, as the summary table has them (:func:`experiments.tables.paired_ci`);
 3. :func:`figure_survival`: the tail ``P(bsld > x)`` of per-job bounded slowdown, log axes;
 4. :func:`figure_wait`: the mean wait over the course of a window (jobs in submit order, deciles).
 
-One colour per heuristic family (EASY backfilling filled / solid, none hollow / dashed; Paul Tol's muted palette),
-agents in strong Okabe-Ito colours and drawn on top (the start as a wide pale line under the agent, which it often
-equals), FCFS+EASY (the baseline) always in black.
+The last two draw the rows that matter in colour (:func:`focus_rows`: the agent, its start, the reference, the
+baseline and the upper bound) over every other row, faint. One colour per heuristic family,
+no two families alike (:func:`family_colours`; EASY backfilling filled / solid, none hollow / dashed; Paul Tol's
+muted palette first), agents in strong Okabe-Ito colours (the start as a thin line on top of the agent's thick one,
+which it often equals), FCFS+EASY (the baseline) always in black, the upper bound dotted.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import os
 import textwrap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -42,13 +45,18 @@ from hpcgym import io as hpcgym_io
 #: Muted colours of the heuristic families (Paul Tol's muted scheme; FCFS, the baseline's family, in black).
 FAMILY_COLOURS = {"fcfs": "#000000", "sjf": "#332288", "wfp3": "#88CCEE", "unicep": "#44AA99", "f1": "#999933",
                   "ljf": "#AA4499", "saf": "#117733", "tuned": "#882255", "clairvoyant": "#6699CC"}
-OTHER_COLOURS = ("#DDCC77", "#661100", "#888888", "#AA4466", "#BBBBBB")
+#: Colours for the other families (those on runtime predictions, installed packages'), each given once per figure:
+#: no two families share a colour (nor one with :data:`FAMILY_COLOURS` or an agent).
+OTHER_COLOURS = ("#DDCC77", "#661100", "#888888", "#CC6677", "#997700", "#4477AA", "#228833", "#EE7733", "#AA3377",
+                 "#66CCEE", "#BBBBBB", "#EE3377", "#009988", "#CC3311", "#0077BB", "#555555")
 #: Strong colours for the agent rows (Okabe-Ito), in the order agent, cloned, untrained (then more runs).
 AGENT_COLOURS = ("#D55E00", "#0072B2", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442")
 KIND_ORDER = {kind: i for i, kind in enumerate(NETWORKS)}
 FIGURES = ("bsld_per_window", "bsld_paired", "bsld_survival", "wait_over_window")
 #: implementable rows shown beside the agents in the per-window figure (the strongest, by mean bsld)
 STRONGEST = 2
+#: the rows outside the focus (:func:`focus_rows`) in the survival and wait figures: thin, pale, behind
+FAINT = {"color": "#c4c4c4", "lw": 0.7, "alpha": 0.8, "zorder": 1}
 RC = {"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8, "xtick.labelsize": 8,
       "ytick.labelsize": 8, "figure.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
       "savefig.dpi": 200}
@@ -129,25 +137,31 @@ class Results:
 
     @property
     def data_line(self) -> str:
-        """What was measured, up to the first ``;`` of summary.md's first line (trace, split, windows)."""
+        """What was measured, up to the first ``;`` of summary.md's line saying it (trace, split, windows)."""
         return self.description.split(";")[0].strip() or f"{self.trace}, test split"
 
 
-def _summary(per_window: pd.DataFrame) -> pd.DataFrame:
+def _summary(per_window: pd.DataFrame, per_job: pd.DataFrame | None = None) -> pd.DataFrame:
     from experiments import evaluation as evaluate
 
-    return evaluate.summary(per_window)
+    return evaluate.summary(per_window, per_job=per_job)
+
+
+def _measured(summary_md: str) -> str:
+    from experiments import evaluation as evaluate
+
+    return evaluate.measured(summary_md)
 
 
 def load(folder: Path) -> Results:
-    """Read ``per_window.csv``, ``per_job.csv``, ``summary.csv`` (or compute it) and summary.md's first line."""
+    """Read ``per_window.csv``, ``per_job.csv``, ``summary.csv`` (or compute it) and what summary.md says was run."""
     folder = Path(folder)
     per_window = Windows.read(folder / runs.PER_WINDOW).table
     per_job = pd.read_csv(folder / runs.PER_JOB)
     summary_csv = folder / runs.SUMMARY
-    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window)
+    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else _summary(per_window, per_job)
     md = folder / runs.SUMMARY_MD
-    description = md.read_text().splitlines()[0].strip() if md.is_file() and md.read_text().strip() else ""
+    description = _measured(md.read_text()) if md.is_file() else ""
     run = folder.parent.name if folder == runs.RunFolder(folder.parent).eval else folder.name
     trace = description.split(",")[0].strip() if description else "trace not recorded"
     return Results(folder, per_window, per_job, summary, description, run, trace)
@@ -197,15 +211,13 @@ def styles(res: Results) -> dict[str, Style]:
     agents = rows[~reference].copy()
     agents["order"] = agents["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
     for i, r in enumerate(agents.sort_values(["order", "bsld"]).itertuples()):
-        start = r.kind == "cloned"  # often equal to the agent: a wide pale line under it
+        start = r.kind == "cloned"  # often equal to the agent: a thin line drawn on top of the agent's thick one
         out[r.scheduler] = Style(_display_name(r.scheduler, r.kind, res.run), AGENT_COLOURS[i % len(AGENT_COLOURS)],
-                                 r.backfill != "none", "-" if r.backfill != "none" else "--", 4.5 if start else 2.0,
-                                 "D", 30, 9 - min(i, 3), True, r.backfill, 0.45 if start else 1.0)
-    others = iter(OTHER_COLOURS * 4)
-    family_colour: dict[str, str] = {}
+                                 r.backfill != "none", "-" if r.backfill != "none" else "--", 1.3 if start else 3.0,
+                                 "D", 30, 10 if start else 9 - min(i, 3), True, r.backfill, 1.0)
+    colours = family_colours([s.split("+")[0] for s in rows.loc[reference, "scheduler"]])
     for r in rows[reference].itertuples():
-        family = r.scheduler.split("+")[0]
-        colour = family_colour.setdefault(family, FAMILY_COLOURS.get(family) or next(others))
+        colour = colours[r.scheduler.split("+")[0]]
         ref = r.scheduler == BASELINE
         easy = r.backfill != "none"
         out[r.scheduler] = Style(r.scheduler.upper() + (" (baseline)" if ref else ""), colour, easy,
@@ -214,8 +226,23 @@ def styles(res: Results) -> dict[str, Style]:
     return out
 
 
+def family_colours(families: list[str]) -> dict[str, str]:
+    """One colour per heuristic family, never the same for two.
+
+    A family's own (:data:`FAMILY_COLOURS`), else the first free one of :data:`OTHER_COLOURS`, then of matplotlib's
+    ``tab20`` and of 64 hues (past those, about a hundred families, colours come round again).
+    """
+    hues = matplotlib.colormaps["hsv"](np.linspace(0, 1, 64, endpoint=False))
+    spare = [*OTHER_COLOURS, *map(matplotlib.colors.to_hex, [*matplotlib.colormaps["tab20"].colors, *hues])]
+    out: dict[str, str] = {}
+    for i, family in enumerate(dict.fromkeys(families)):
+        taken = {*out.values(), *FAMILY_COLOURS.values(), *AGENT_COLOURS}
+        out[family] = FAMILY_COLOURS.get(family) or next((c for c in spare if c not in taken), spare[i % len(spare)])
+    return out
+
+
 def _title(fig: Figure, measure: str, res: Results, note: str = "") -> None:
-    """A bold title (measure, trace, run) and a grey subtitle (summary.md's first line), above the layout."""
+    """A bold title (measure, trace, run) and a grey subtitle (what summary.md says was measured), above the layout."""
     sub = textwrap.wrap(f"{res.data_line}" + (f"; {note}" if note else ""), 115)
     height = fig.get_figheight()
     header = 0.12 + 0.24 + 0.15 * len(sub)  # inches: margin, title line, subtitle lines
@@ -288,7 +315,8 @@ def rows_that_matter(res: Results) -> list[str]:
 def figure_paired(res: Results) -> Figure:
     """The agent's (and its start's) bsld minus the reference's on each window, with the paired ratio and its CI.
 
-    Without agents, the other rows that matter take their place. Windows are in the order of their start.
+    The ratio and its CI are the summary table's (:func:`experiments.tables.paired_ci`). Without agents, the other
+    rows that matter take their place. Windows are in the order of their start.
     """
     st = styles(res)
     results = Windows(res.per_window)
@@ -296,7 +324,8 @@ def figure_paired(res: Results) -> Figure:
     shown = [n for n in rows_that_matter(res) if n not in (reference, BASELINE)]
     agents = [n for n in shown if st[n].agent]
     shown = agents or shown
-    ratios = tables.paired(res.per_window, reference).set_index("scheduler") if reference else None
+    ratios, blocks = tables.paired_ci(res.per_window, reference, res.per_job) if reference else (None, "")
+    ratios = ratios.set_index("scheduler") if ratios is not None else None
     key = "start" if "start" in res.per_window else "window"
     ref = results.bsld(reference) if reference else pd.Series(dtype=float)
     with _style():
@@ -316,7 +345,7 @@ def figure_paired(res: Results) -> Figure:
         ax.grid(axis="y", color="#e4e4e4", lw=0.6)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         _title(fig, f"Paired difference from the reference ({reference}) per test window", res,
-               "ratio of means with a 95% block-bootstrap CI")
+               f"ratio of means with a 95% block-bootstrap CI ({blocks}), as in summary.md")
     return fig
 
 
@@ -333,68 +362,101 @@ def survival(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], p[keep]
 
 
-def _panels(res: Results, st: dict[str, Style]) -> list[tuple[str, list[str]]]:
-    """(title, schedulers) of the EASY and the no-backfilling panel; the reference and agents go in where they fit."""
-    names = list(st)
-    panels = []
-    for backfill, title in (("easy", "with EASY backfilling"), ("none", "without backfilling")):
-        mine = [n for n in names if st[n].backfill == backfill]
-        if backfill != "easy" and BASELINE in st:
-            mine.append(BASELINE)
-        if mine:
-            panels.append((title, mine))
-    other = [n for n in names if st[n].backfill not in ("easy", "none")]
-    if other:
-        panels.append(("other backfilling", other + ([BASELINE] if BASELINE in st else [])))
-    return panels
+def focus_rows(res: Results) -> list[str]:
+    """The rows the survival and wait figures draw in colour.
+
+    The agent, its start, the reference, the baseline and the upper bound (the clairvoyant row with the agent's
+    backfilling). Without agents: the :data:`STRONGEST` strongest implementable rows, the baseline and the bound
+    (EASY's).
+    """
+    matter = rows_that_matter(res)
+    st = styles(res)
+    agents = [n for n in matter if st[n].agent]
+    bound = f"{tables.CLAIRVOYANT}+{st[agents[0]].backfill if agents else 'easy'}"
+    names = [*agents, Windows(res.per_window).reference(), BASELINE, bound] if agents else [*matter, bound]
+    return [n for i, n in enumerate(names) if n in st and n not in names[:i]]
 
 
-def _legend(fig: Figure, st: dict[str, Style], drawn: list[str]) -> None:
-    """One entry per agent and per heuristic family, then what solid and dashed mean; below the axes."""
-    handles, seen = [], set()
-    for name in sorted(set(drawn), key=lambda n: (not st[n].agent, n != BASELINE, n)):
-        s = st[name]
-        key = name if s.agent or name == BASELINE else name.split("+")[0]
-        if key in seen:
-            continue
-        seen.add(key)
-        label, ls = (s.label, "-") if s.agent or name == BASELINE else (key.upper(), "-")
-        if key == BASELINE.split("+")[0] and BASELINE in seen:  # the baseline family: name its other rows
-            label, ls = name.upper(), s.linestyle
-        handles.append(Line2D([], [], color=s.colour, ls=ls, lw=s.linewidth + (0.4 if s.agent else 0.3), label=label))
-    handles += [Line2D([], [], color="#555555", ls="-", lw=1.3, label="solid: EASY backfilling"),
-                Line2D([], [], color="#555555", ls="--", lw=1.3, label="dashed: no backfilling")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False, columnspacing=1.5,
-               handlelength=2.6)
+def _labels(res: Results, st: dict[str, Style], names: list[str]) -> dict[str, str]:
+    """The legend's names: roles spelled out, and a start that equals the agent on every job said so."""
+    reference = Windows(res.per_window).reference()
+    agent = next((n for n in names if st[n].agent), None)
+    out = {}
+    for name in names:
+        label = st[name].label if st[name].agent else name.upper()
+        if name == reference:
+            label += " (reference)"
+        elif name == BASELINE:
+            label += " (baseline)"
+        elif name.startswith(tables.CLAIRVOYANT):
+            label += " (upper bound)"
+        elif agent and name != agent and st[name].agent and _same_jobs(res.per_job, name, agent):
+            label += ": the same as the agent on every job (drawn thin on top)"
+        out[name] = label
+    return out
+
+
+def _same_jobs(per_job: pd.DataFrame, a: str, b: str) -> bool:
+    """Whether two rows gave every job the same bounded slowdown."""
+    rows = [per_job.loc[per_job["scheduler"] == n].sort_values(["window", "job_id"])["bsld"].to_numpy() for n in (a, b)]
+    return len(rows[0]) == len(rows[1]) and bool(np.array_equal(rows[0], rows[1]))
+
+
+def _focus_legend(fig: Figure, res: Results, st: dict[str, Style], focus: list[str], faint: int) -> None:
+    """The focus rows one by one, then the faint rest as one entry; below the axes."""
+    labels = _labels(res, st, focus)
+    handles = [Line2D([], [], color=st[n].colour, ls=st[n].linestyle, lw=st[n].linewidth + 0.4, label=labels[n])
+               for n in focus]
+    if faint:
+        handles.append(Line2D([], [], color=FAINT["color"], lw=1.2,
+                              label=f"the {faint} other rows (solid: EASY backfilling, dashed: none)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, handlelength=2.6)
+
+
+def _focus_style(st: dict[str, Style], name: str) -> Style:
+    """A focus row's style in the line figures: the upper bound dotted, every other row as :func:`styles` has it."""
+    return replace(st[name], linestyle=":", linewidth=1.8) if name.startswith(tables.CLAIRVOYANT) else st[name]
+
+
+def _line_figure(res: Results, draw: Any, ylabel: str, xlabel: str, measure: str, note: str) -> tuple[Figure, Any]:
+    """One panel: every row outside the focus faint, behind; the focus rows (:func:`focus_rows`) in colour."""
+    st = styles(res)
+    focus = focus_rows(res)
+    st.update({n: _focus_style(st, n) for n in focus})
+    rest = [n for n in st if n not in focus]
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 5.0), layout="constrained")
+        for name in rest:
+            draw(ax, name, {**FAINT, "ls": st[name].linestyle})
+        for name in focus:
+            s = st[name]
+            draw(ax, name, {"color": s.colour, "ls": s.linestyle, "lw": s.linewidth, "zorder": s.zorder,
+                            "alpha": s.alpha})
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_yscale("log")
+        ax.grid(which="major", color="#e4e4e4", lw=0.6)
+        _focus_legend(fig, res, st, focus, len(rest))
+        _title(fig, measure, res, note)
+    return fig, ax
 
 
 def figure_survival(res: Results) -> Figure:
-    """``P(bsld > x)`` of per-job bounded slowdown over all windows, log-log; EASY and no-backfilling panels."""
-    st = styles(res)
-    panels = _panels(res, st)
-    with _style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.0, 4.6), sharex=True, sharey=True, layout="constrained",
-                                 squeeze=False)
-        lo = 1.0
-        for ax, (title, names) in zip(axes[0], panels, strict=True):
-            for name in names:
-                s = st[name]
-                x, p = survival(res.per_job.loc[res.per_job["scheduler"] == name, "bsld"].to_numpy())
-                if len(x):
-                    ax.step(x, p, where="post", color=s.colour, ls=s.linestyle, lw=s.linewidth, zorder=s.zorder,
-                            alpha=s.alpha)
-                    lo = min(lo, p.min())
-            ax.set_title(title)
-            ax.set_xlabel("bounded slowdown x (log scale)")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.grid(which="major", color="#e4e4e4", lw=0.6)
-        axes[0, 0].set_ylabel("share of jobs with bsld > x (log scale)")
-        axes[0, 0].set_xlim(left=1.0)
-        axes[0, 0].set_ylim(lo / 1.5, 1.05)
-        _legend(fig, st, [n for _, names in panels for n in names])
-        _title(fig, "Tail of per-job bounded slowdown", res, "all windows pooled; jobs with bsld = 1 (never slowed) "
-               "are the gap below 1 at the left edge")
+    """``P(bsld > x)`` of per-job bounded slowdown over all windows, log-log: the focus rows over the rest."""
+    lowest = [1.0]
+
+    def draw(ax: Any, name: str, kw: dict[str, Any]) -> None:
+        x, p = survival(res.per_job.loc[res.per_job["scheduler"] == name, "bsld"].to_numpy())
+        if len(x):
+            ax.step(x, p, where="post", **kw)
+            lowest[0] = min(lowest[0], p.min())
+
+    fig, ax = _line_figure(res, draw, "share of jobs with bsld > x (log scale)", "bounded slowdown x (log scale)",
+                           "Tail of per-job bounded slowdown", "all windows pooled; jobs with bsld = 1 (never "
+                           "slowed) are the gap below 1 at the left edge")
+    ax.set_xscale("log")
+    ax.set_xlim(left=1.0)
+    ax.set_ylim(lowest[0] / 1.5, 1.05)
     return fig
 
 
@@ -410,28 +472,19 @@ def wait_by_position(per_job: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
 
 def figure_wait(res: Results, bins: int = 10) -> Figure:
     """Mean wait by the position of a job in its window (submit order, deciles), averaged over windows."""
-    st = styles(res)
-    panels = _panels(res, st)
     table = wait_by_position(res.per_job, bins)
-    with _style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.0, 4.6), sharex=True, sharey=True, layout="constrained",
-                                 squeeze=False)
-        for ax, (title, names) in zip(axes[0], panels, strict=True):
-            for name in names:
-                s = st[name]
-                g = table[table["scheduler"] == name]
-                ax.plot(g["position"], g["wait_h"].clip(lower=1 / 60), color=s.colour, ls=s.linestyle,
-                        lw=s.linewidth, marker=s.marker, ms=3.5 if s.agent else 2.5,
-                        mfc=s.colour if s.filled else "white", zorder=s.zorder, alpha=s.alpha)
-            ax.set_title(title)
-            ax.set_yscale("log")
-            ax.grid(which="major", color="#e4e4e4", lw=0.6)
-            ax.set_xlim(0, 100)
-            ax.set_xlabel("jobs of the window submitted so far (%)")
-        axes[0, 0].set_ylabel("mean wait (hours, log scale)")
-        _legend(fig, st, [n for _, names in panels for n in names])
-        _title(fig, "Wait over the course of a window", res, f"jobs in submit order, {bins} equal parts, mean over "
-               "windows (waits under 1 min drawn at 1 min)")
+    st = styles(res)
+
+    def draw(ax: Any, name: str, kw: dict[str, Any]) -> None:
+        g = table[table["scheduler"] == name]
+        mark = {"marker": st[name].marker, "ms": 3.0, "mfc": kw["color"] if st[name].filled else "white"} \
+            if kw.get("zorder", 1) > 1 else {}
+        ax.plot(g["position"], g["wait_h"].clip(lower=1 / 60), **kw, **mark)
+
+    fig, ax = _line_figure(res, draw, "mean wait (hours, log scale)", "jobs of the window submitted so far (%)",
+                           "Wait over the course of a window", f"jobs in submit order, {bins} equal parts, mean over "
+                           "windows (waits under 1 min drawn at 1 min)")
+    ax.set_xlim(0, 100)
     return fig
 
 

@@ -17,7 +17,8 @@ The checks refuse a bad folder (missing, damaged, unwritable, misnamed) before a
 ``checkpoints/``            the newest three ``model_<steps>_steps.zip`` (and a DQN's newest replay buffer), for
                             ``--resume``
 ``eval/``                   the evaluation on the test windows (:data:`PER_WINDOW`, :data:`PER_JOB`,
-                            :data:`SUMMARY`, :data:`SUMMARY_MD`; ``experiments.evaluate --out`` writes the same)
+                            :data:`SUMMARY`, :data:`SUMMARY_MD`; ``experiments.evaluate --out`` writes the same),
+                            and the run's verdict (:data:`VERDICT`, also the first line of ``summary.md``)
 ``study-run.json``          written by ``experiments.study``: the seconds each stage took
 ``.lock``                   the PID of the process writing to the folder (created exclusively; a lock whose
                             process is gone, or whose PID a later process took, is stale)
@@ -61,6 +62,8 @@ from hpcgym import io as hpcgym_io
 BASELINE = label(*BASELINE_HEURISTIC)
 #: an evaluation's files (in a run's ``eval/``, or any ``experiments.evaluate --out`` folder)
 PER_WINDOW, PER_JOB, SUMMARY, SUMMARY_MD = "per_window.csv", "per_job.csv", "summary.csv", "summary.md"
+#: a training run's verdict beside its evaluation (:mod:`experiments.training.verdict`)
+VERDICT = "verdict.json"
 #: the across-seed table's files beside :data:`SUMMARY` and :data:`SUMMARY_MD`
 PER_SEED, CURVES_PNG = "per_seed.csv", "learning_curves.png"
 #: the prefix of the checkpoints' file names
@@ -232,6 +235,7 @@ class RunFolder:
         self.monitor, self.tensorboard, self.checkpoints = p / "monitor.csv", p / "tb", p / "checkpoints"
         self.eval = p / "eval"
         self.per_window, self.per_job = self.eval / PER_WINDOW, self.eval / PER_JOB
+        self.summary_md, self.verdict = self.eval / SUMMARY_MD, self.eval / VERDICT
         self.study_record = p / "study-run.json"
         self.log = p.parent / f"{p.name}.log"  #: beside the folder: a study's worker writes the run's output there
         self.lock = p / ".lock"

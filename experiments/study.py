@@ -58,15 +58,21 @@ given explicitly win over the preset.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from experiments import arguments
+from experiments.study_tables import StudyFolder
 from experiments.training.study import GENERATORS, QUICK, SOURCES, STAGES, Args, Study, fit_params, synth_names
 from hpcgym import cli
 
-__all__ = ["GENERATORS", "QUICK", "SOURCES", "STAGES", "Args", "Study", "main", "parse_args"]
+__all__ = ["GENERATORS", "QUICK", "SOURCES", "STAGES", "Args", "Study", "find_study", "main", "parse_args"]
+#: the study ``experiments/notebooks/study_slowdown.ipynb`` makes when it finds none (:func:`find_study`): the quick
+#: preset on three sources that fit in seconds, one seed, no fidelity stage (19 s on 2 busy cores, 2026-11-29)
+SMALL_STUDY = ("--quick", "--sources", "real,arrivals,lublin", "--seeds", "0", "--no-fidelity")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
@@ -102,6 +108,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("failures:\n" + "\n".join(f"  {f}" for f in study.failures), file=sys.stderr)
         return 1
     return 0
+
+
+def find_study(root: Path | None = None, env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """The study folder to draw, and how it was chosen (``experiments/notebooks/study_slowdown.ipynb``).
+
+    ``HPCGYM_STUDY`` if set; else the newest ``studies/*/study.csv`` under the repository root (found from the
+    current directory); else a small study (:data:`SMALL_STUDY`) made now in ``studies/small``, so that the
+    notebook runs from a fresh clone.
+    """
+    from experiments.figures import repo_root
+
+    env = os.environ if env is None else env
+    if env.get("HPCGYM_STUDY"):
+        folder = Path(env["HPCGYM_STUDY"]).expanduser().resolve()
+        if not StudyFolder(folder).table("study").is_file():
+            raise FileNotFoundError(f"HPCGYM_STUDY={env['HPCGYM_STUDY']} holds no study.csv: point it at a folder "
+                                    "that python -m experiments.study wrote")
+        return folder, "the environment variable HPCGYM_STUDY"
+    base = (root or repo_root() or Path.cwd()) / "studies"
+    found = sorted(base.glob("*/study.csv"), key=lambda p: p.stat().st_mtime)
+    if found:
+        return found[-1].parent, f"the newest of {len(found)} studies under {base}"
+    out = base / "small"
+    if main([*SMALL_STUDY, "--out", str(out)]) != 0:
+        raise RuntimeError(f"the small study in {out} failed: see its errors/ folder")
+    return out, f"no study under {base}: a small one made now (python -m experiments.study {' '.join(SMALL_STUDY)})"
 
 
 if __name__ == "__main__":

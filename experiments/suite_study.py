@@ -58,6 +58,7 @@ from tqdm.auto import tqdm
 from experiments import bench, suite
 from experiments.arguments import flag, parse, parser
 from experiments.fanout import Executor
+from experiments.results import Windows
 from hpcgym import cli
 from hpcgym import io as hpcgym_io
 from hpcgym.jobs import offered_load
@@ -522,7 +523,7 @@ def run(args: Args) -> dict[str, Any]:
     if args.agents:
         real_tuned = pooled_table[(pooled_table["scheduler"] == "tuned/real")
                                   & (pooled_table["reference"] == "tuned/real")]["noise_floor"]
-        agents = answer_agents(pd.read_csv(folder / "bench" / "per_window.csv"), args.agent_sources.split(","),
+        agents = answer_agents(Windows.read(folder / "bench").table, args.agent_sources.split(","),
                                args.seeds, args.boot, args.fit_seed,
                                float(real_tuned.iat[0]) if len(real_tuned) else float("nan"))
         hpcgym_io.write_table(agents, folder / "answer_agents.csv")

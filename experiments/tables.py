@@ -3,7 +3,8 @@
 *Reference* means one thing throughout: the strongest implementable row of a table (the heuristic row with the
 lowest mean bsld; ``tuned`` where the trace has a fit). FCFS+EASY is the *baseline* (the win rate's), and the
 clairvoyant row, which no scheduler can reach, is an upper bound. :func:`paired` gives each row's ratio to the
-reference on the same windows with a block-bootstrap CI (:func:`hpcgym.metrics.paired_ratio_ci`).
+reference on the same windows with a block-bootstrap CI (:func:`hpcgym.metrics.paired_ratio_ci`); :func:`paired_ci`
+picks its blocks (of jobs where the records allow, else of windows) for every table and figure alike.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from experiments.results import CLAIRVOYANT, HEURISTIC, Windows
 from hpcgym import metrics
 from hpcgym.metrics import ratio_text  # noqa: F401 - the tables' name for it
 
-__all__ = ["CLAIRVOYANT", "HEURISTIC", "cell", "markdown", "paired", "paired_by_jobs", "ratio_text",
+__all__ = ["CLAIRVOYANT", "HEURISTIC", "cell", "markdown", "paired", "paired_by_jobs", "paired_ci", "ratio_text",
            "strongest_reference"]
 CONFIDENCE = 0.95
 
@@ -91,6 +92,19 @@ def paired_by_jobs(per_job: pd.DataFrame, per_window: pd.DataFrame, reference: s
         rows.append(dict(zip(("scheduler", "vs_reference", "vs_reference_low", "vs_reference_high"),
                              (scheduler, *ratio), strict=True)))
     return pd.DataFrame(rows)
+
+
+def paired_ci(per_window: pd.DataFrame, reference: str, per_job: pd.DataFrame | None = None,
+              seed: int = 0) -> tuple[pd.DataFrame, str]:
+    """The paired ratios of every evaluation table and figure, and the CI's blocks in words.
+
+    By blocks of jobs as long as a window (:func:`paired_by_jobs`) where the per-job records and the windows'
+    ``start`` allow it; else by blocks of windows (:func:`paired`).
+    """
+    if per_job is None or per_job.empty or "start" not in per_window:
+        return paired(per_window, reference, seed), "blocks of windows"
+    length = int(per_job.groupby(["scheduler", "window"]).size().max())
+    return paired_by_jobs(per_job, per_window, reference, length, seed), f"blocks of {length:,} consecutive jobs"
 
 
 def _job_terms(per_job: pd.DataFrame, per_window: pd.DataFrame, block: int) -> pd.DataFrame:

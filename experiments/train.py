@@ -20,8 +20,9 @@ evaluation runs the agent, its untrained network (``untrained.zip``: same seed, 
 ``runs/<run name>/``: ``args.json`` (the recipe), ``scales.json`` (the observation's resolved time scale),
 TensorBoard logs (``tb/``: SB3's ``rollout/`` and ``train/`` keys, ``sched/bsld``, ``sched/fcfs`` and
 ``val/bsld``), checkpoints, ``learning_curve.csv`` and ``.png``, and ``eval/`` (the folder's layout:
-:mod:`experiments.runs`). With ``--seeds``, each seed gets its own run folder and ``runs/<name>-seeds/`` gets the
-table across seeds (``experiments.seeds``).
+:mod:`experiments.runs`; the verdict is ``eval/verdict.json`` and the first line of ``eval/summary.md``). With
+``--seeds``, each seed gets its own run folder and ``runs/<name>-seeds/`` gets the table across seeds
+(``experiments.seeds``).
 
 The default recipe (EASY backfilling with the smallest-area-first scan order; a job scorer that also sees each
 job's rank in its queue by walltime, nodes and area; a warm start cloned from smallest-area-first, kept only if it
@@ -62,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
 def main(argv: list[str] | None = None) -> int:
     """Train, then evaluate on the test windows."""
     from experiments.evaluation import format_summary
-    from experiments.training import loop, many, verdict
+    from experiments.training import loop, many
 
     args = parse_args(argv)
     recipe, started = args.recipe, time.time()
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_summary(table, table.attrs.get("description", "")))
     print(f"done in {time.time() - started:.0f} s: {run_dir}")
     if table is not None:
-        print(verdict.verdict(runs.RunFolder(run_dir), table))
+        print(table.attrs["verdict"])
     return 0
 
 

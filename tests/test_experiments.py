@@ -44,6 +44,8 @@ def test_train_and_evaluate_end_to_end(tmp_path):
     assert "fcfs+easy" in out and (run_dir / "model.zip").exists()
     last = out.strip().splitlines()[-1]  # the verdict: the network kept, its start and the reference, paired CIs
     assert last.startswith("verdict: kept the ") and " x its " in last and " x the reference " in last, last
+    assert (run_dir / "eval" / "summary.md").read_text().splitlines()[0] == last  # the run keeps its verdict
+    assert json.loads((run_dir / "eval" / "verdict.json").read_text())["verdict"] == last
     args = json.loads((run_dir / "args.json").read_text())
     assert args["workload"] == "synthetic" and args["synthesizer"] == "arrivals"
     assert any((tmp_path / "cache").iterdir())  # the fitted synthesizer is cached

@@ -52,6 +52,9 @@ def test_quick_study_writes_every_row_table_and_figure(quick):
     assert set(rows["source"]) == set(study.SOURCES) and sorted(rows["seed"].unique()) == SEEDS
     assert not rows.duplicated(["source", "seed", "window"]).any()
     assert rows[["bsld", "wait", "utilization", "fcfs+easy_bsld"]].notna().all().all()
+    for run in rows["run"].unique():  # each run keeps its verdict, as experiments.train's do
+        summary_md = (out / "runs" / run / "eval" / "summary.md").read_text()
+        assert summary_md.startswith("verdict: ") and (out / "runs" / run / "eval" / "verdict.json").is_file()
     heuristics = pd.read_csv(out / "heuristics.csv")
     assert {"fcfs+easy", "fcfs+none", "sjf+easy", "wfp3+easy", "saf+none"} <= set(heuristics["scheduler"])
     sources = pd.read_csv(out / "sources.csv").set_index("source")

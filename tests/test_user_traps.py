@@ -50,7 +50,8 @@ def test_evaluation_footnotes_identical_rows_and_the_monitor_is_json(tmp_path):
     table = evaluate.write_results(tmp_path, per_window, per_job, "measured")
     notes = evaluate.identical_rows(per_window)
     assert any(n.startswith("f1+none and f1+easy are identical") for n in notes)
-    assert (tmp_path / "summary.md").read_text().startswith("measured\nNote: ") and len(table)
+    text = (tmp_path / "summary.md").read_text()  # the table first, then what was measured and the notes
+    assert text.startswith("Reference: ") and "\n\nmeasured\nNote: " in text and len(table)
     from stable_baselines3.common.vec_env import VecMonitor
 
     from agents.vec import HpcgymVecEnv

@@ -3,7 +3,8 @@
 :func:`train` reads the trace, checks the windows, builds the training workload and environments, makes the run
 folder, writes the recipe (``args.json``), starts the network (:mod:`experiments.training.warm_start`), trains with
 checkpoints and validation, and keeps the best network (``model.zip``). :func:`train_and_evaluate` then plays it
-on the test windows (:mod:`experiments.evaluate`). A killed run resumes from its last checkpoint as the
+on the test windows (:mod:`experiments.evaluate`) and writes its verdict
+(:mod:`experiments.training.verdict`). A killed run resumes from its last checkpoint as the
 uninterrupted run would have gone on (``--resume``; :mod:`agents.resume`).
 """
 
@@ -234,8 +235,12 @@ def _resume_hint(run: runs.RunFolder, steps: int) -> str:
 
 
 def train_and_evaluate(recipe: Recipe) -> tuple[Path, pd.DataFrame | None]:
-    """Train, then (unless ``eval_windows`` is 0) evaluate; return the run folder and the summary."""
+    """Train, then (unless ``eval_windows`` is 0) evaluate and judge; return the run folder and the summary.
+
+    The summary's ``attrs["verdict"]`` holds the verdict line (:func:`experiments.training.verdict.save`).
+    """
     from experiments import evaluation as evaluate
+    from experiments.training import verdict
 
     folder = runs.RunFolder(recipe.folder)
     fresh = not (folder.path.exists() and any(folder.path.iterdir()))
@@ -248,9 +253,11 @@ def train_and_evaluate(recipe: Recipe) -> tuple[Path, pd.DataFrame | None]:
     run = recipe.run
     if run.eval_windows <= 0:
         return run_dir, None
-    return run_dir, evaluate.evaluate_run(runs.RunFolder(run_dir), recipe.source.trace, recipe.source.read_kwargs(),
-                                          run.eval_windows, run.eval_length, progress=not run.quiet,
-                                          whole=not run.no_whole_split)
+    folder = runs.RunFolder(run_dir)
+    table = evaluate.evaluate_run(folder, recipe.source.trace, recipe.source.read_kwargs(), run.eval_windows,
+                                  run.eval_length, progress=not run.quiet, whole=not run.no_whole_split)
+    table.attrs["verdict"] = verdict.save(folder, table)  # eval/verdict.json, and the first line of summary.md
+    return run_dir, table
 
 
 def train_and_evaluate_folder(recipe: Recipe) -> str:

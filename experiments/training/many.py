@@ -149,7 +149,7 @@ def do_run(task: RunTask) -> dict[str, Any]:
     :data:`UNTRAINABLE`, not a failure.
     """
     from experiments import evaluation as evaluate
-    from experiments.training import loop
+    from experiments.training import loop, verdict
     from hpcgym.errors import NoDecisionError
     from synth.base import Synthesizer
 
@@ -164,9 +164,10 @@ def do_run(task: RunTask) -> dict[str, Any]:
             except NoDecisionError as exc:  # a result about the source, not a failure of the study
                 untrainable = exc
         else:
-            evaluate.evaluate_run(run, recipe.source.trace, recipe.source.read_kwargs(), recipe.run.eval_windows,
-                                  recipe.run.eval_length, progress=not recipe.run.quiet,
-                                  whole=not recipe.run.no_whole_split)
+            table = evaluate.evaluate_run(run, recipe.source.trace, recipe.source.read_kwargs(),
+                                          recipe.run.eval_windows, recipe.run.eval_length,
+                                          progress=not recipe.run.quiet, whole=not recipe.run.no_whole_split)
+            verdict.save(run, table)  # as experiments.train's runs keep theirs
     seconds = time.perf_counter() - started
     _record(run, task, seconds, untrainable)
     return {"seconds": seconds, **({UNTRAINABLE: str(untrainable)} if untrainable else {})}
