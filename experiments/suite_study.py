@@ -602,3 +602,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     run(args)
     print(f"study done in {time.perf_counter() - started:,.0f} s: {args.folder}")
     return 0
+
+
+# ---- the notebook's suite view -------------------------------------------------------------------------------------
+#: the small suite study the notebook makes when there is none (a fresh clone): two small logs, one generator
+SMALL = ["--quick", "--traces", "theta", "mustang", "--sources", "real,lublin", "--no-fidelity"]
+
+
+def find(root: Path | None = None, env: dict[str, str] | None = None) -> tuple[Path, str]:
+    """The suite study to draw, and how it was chosen (``experiments/notebooks/compare_slowdown.ipynb``).
+
+    ``HPCGYM_SUITE_STUDY`` if set; else ``studies/suite`` under the repository root when it holds an ``answer.csv``;
+    else a small study (:data:`SMALL`) made now in ``studies/suite-small``, so that the notebook runs from a fresh
+    clone.
+    """
+    import os
+
+    from experiments.figures import repo_root
+
+    env = dict(os.environ) if env is None else env
+    if env.get("HPCGYM_SUITE_STUDY"):
+        folder = Path(env["HPCGYM_SUITE_STUDY"]).expanduser().resolve()
+        if not (folder / "answer.csv").is_file():
+            raise FileNotFoundError(f"HPCGYM_SUITE_STUDY={folder} holds no answer.csv: point it at a folder that "
+                                    "python -m experiments.study --suite wrote")
+        return folder, "the environment variable HPCGYM_SUITE_STUDY"
+    base = (root or repo_root() or Path.cwd()) / "studies"
+    if (base / "suite" / "answer.csv").is_file():
+        return base / "suite", f"{base / 'suite'}"
+    out = base / "suite-small"
+    if not (out / "answer.csv").is_file():
+        main([*SMALL, "--out", str(out)])
+    return out, f"no suite study under {base}: a small one made now (python -m experiments.study --suite " \
+                f"{' '.join(SMALL)})"
+
+
+def slowdown_tails(folder: Path, log: str, learner: str = "tuned") -> dict[str, np.ndarray]:
+    """Per source: the per-job bounded slowdowns of ``learner`` trained on it, on every disjoint test window of ``log``.
+
+    The rows are re-simulated from the study's fit files (the bench keeps per-window means only); FCFS+EASY is
+    added as the baseline.
+    """
+    from baselines.grid import window_records
+    from hpcgym.sim import heuristics
+
+    split = suite.Split.of(suite.LogSpec(log, log))
+    windows = split.windows()
+    spec = dict((row, spec) for row, spec, _ in ROWS["tuned"] + ROWS["learned"])[learner]
+    sources = sorted({p.name.split("-")[0].split(".")[0] for p in (folder / "fits" / log).glob("*.json")},
+                     key=lambda s: (s != "real", s))
+    out = {}
+    for source in ["fcfs", *sources]:
+        text = "fcfs" if source == "fcfs" else spec.format(fits=folder / "fits", log=log, source=source)
+        policy = heuristics.resolve(text, log, "easy")
+        out[source if source != "fcfs" else "fcfs+easy (baseline)"] = np.concatenate(
+            [window_records(w, split.machine, policy, "easy")["bsld"] for w in windows])
+    return out

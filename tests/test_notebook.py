@@ -29,6 +29,16 @@ def results(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def suite_study_folder(tmp_path_factory):
+    """A small suite study (the notebook's section 5 draws it), made once for both runs of the notebook."""
+    from experiments import suite_study
+
+    out = tmp_path_factory.mktemp("suite") / "s"
+    assert suite_study.main([*suite_study.SMALL, "--out", str(out), "--cache", str(out.parent / "cache")]) == 0
+    return out
+
+
 def jupyter():
     """The ``jupyter`` command of this interpreter's environment."""
     local = Path(sys.executable).parent / "jupyter"
@@ -36,11 +46,11 @@ def jupyter():
 
 
 @pytest.mark.parametrize("where", ["root", "notebook folder"])
-def test_notebook_executes_with_nbconvert(results, tmp_path, where):
+def test_notebook_executes_with_nbconvert(results, suite_study_folder, tmp_path, where):
     shutil.rmtree(results / "figures", ignore_errors=True)
     cwd = REPO if where == "root" else NOTEBOOK.parent
     executed = tmp_path / "executed.ipynb"
-    env = {**os.environ, "HPCGYM_RESULTS": str(results)}
+    env = {**os.environ, "HPCGYM_RESULTS": str(results), "HPCGYM_SUITE_STUDY": str(suite_study_folder)}
     env.pop("MPLBACKEND", None)  # the kernel's own inline backend, as for a user
     done = subprocess.run([*jupyter(), "nbconvert", "--to", "notebook", "--execute", "--output", str(executed),
                            os.path.relpath(NOTEBOOK, cwd)], cwd=cwd, env=env, capture_output=True, text=True,
@@ -53,7 +63,8 @@ def test_notebook_executes_with_nbconvert(results, tmp_path, where):
     outputs = [o for cell in nb["cells"] if cell["cell_type"] == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o["output_type"] == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == len(plots.FIGURES)  # every figure is shown, not only saved
+    assert len(images) == len(plots.FIGURES) + 2  # every figure is shown, not only saved; +2: the suite view
+    assert (results / "figures" / "suite_tails.png").is_file() and (results / "figures" / "suite_forest.png").is_file()
     assert str(results) in json.dumps(nb)  # the notebook says which results folder it used
 
 
@@ -80,3 +91,16 @@ def test_titles_name_the_trace_the_run_and_the_measure(results):
     assert styles[plots.BASELINE].colour == "#000000"
     assert styles["saf+easy"].colour == styles["saf+none"].colour != styles["sjf+easy"].colour
     assert styles["saf+easy"].filled and not styles["saf+none"].filled
+
+
+def test_the_suite_view_finds_its_study(suite_study_folder, tmp_path):
+    from experiments import suite_study
+
+    assert suite_study.find(tmp_path, {"HPCGYM_SUITE_STUDY": str(suite_study_folder)})[0] == suite_study_folder
+    with pytest.raises(FileNotFoundError, match="answer.csv"):
+        suite_study.find(tmp_path, {"HPCGYM_SUITE_STUDY": str(tmp_path)})
+    (tmp_path / "studies" / "suite").mkdir(parents=True)
+    (tmp_path / "studies" / "suite" / "answer.csv").write_text("learner\n")
+    assert suite_study.find(tmp_path, {})[0] == tmp_path / "studies" / "suite"
+    tails = suite_study.slowdown_tails(suite_study_folder, "theta")
+    assert list(tails) == ["fcfs+easy (baseline)", "real", "lublin"] and len(tails["real"]) == 6 * 1024
