@@ -66,7 +66,7 @@ DEFAULT_SCHEDULERS = ["fcfs+easy", "sjf+easy", "saf+easy", "tuned+easy", "saf-le
 class Args:
     """The bench's settings (one flag each; ``--help`` shows them)."""
 
-    schedulers: list[str] = flag(DEFAULT_SCHEDULERS, "the rows: SPEC+BACKFILL each (see above)")
+    schedulers: list[str] = flag(DEFAULT_SCHEDULERS, "the rows: [LABEL=]SPEC+BACKFILL each (see above)")
     reference: list[str] = flag(["saf+easy"], "the rows every row is paired with (one table each)")
     traces: list[str] = flag([], "catalogued logs to try (default: every one; see python -m hpcgym.traces list)")
     trace_file: list[str] = flag([], "log files of your own to add to the suite for this run")
@@ -76,7 +76,7 @@ class Args:
     cache: str = flag("", "cache folder (default: OUT/cache)")
     window: int = flag(suite.WINDOW, "jobs per disjoint test window")
     draws: int = flag(20, "near-copies of each reference (the noise floor; 0: none)")
-    sd: float = flag(0.05, "sd of each weight's log-normal factor in a near-copy")
+    sd: float = flag(0.05, "sd of the log-normal factor on each job's runtime estimate in a near-copy's priority")
     boot: int = flag(2000, "bootstrap draws of every CI")
     seed: int = flag(0, "seed of the near-copies and the bootstraps")
     workers: int = flag(1, "logs at once (processes, or Ray CPUs)")

@@ -29,7 +29,11 @@ PAGES = {"results": "docs/results.md",
          "predictions-ordering": "docs/predictions.md", "predictions-order-dev": "docs/predictions.md",
          "predictions-short-jobs": "docs/predictions.md", "predictions-reestimate": "docs/predictions.md",
          "readme-bench": "README.md", "results-bench": "docs/results.md", "traces-catalog": "docs/traces.md",
-         "predictions-bench": "docs/predictions.md", "bench-cost": "docs/bench.md"}
+         "predictions-bench": "docs/predictions.md", "bench-cost": "docs/bench.md", "readme-study": "README.md",
+         "study-suite": "docs/study.md", "study-correlation": "docs/study.md"}
+#: ``results/study_suite/``: what ``python -m experiments.study --suite`` wrote (``answer.csv``,
+#: ``fidelity_vs_usefulness.csv``, ``study.json``: the command, the day, the logs and the time)
+STUDY = "study_suite"
 #: ``results/bench/<name>/``: what ``python -m experiments.bench --out`` writes (``pooled.csv``, ``logs.csv``,
 #: ``bench.json``); ``suite`` is the leaderboard's run
 BENCH, SUITE = "bench", "suite"
@@ -286,6 +290,44 @@ def catalog_table(root: Path = ROOT) -> str:
             "is at least 1.1 (its windows queue; docs/bench.md).")
 
 
+def study_table(root: Path = ROOT, full: bool = False) -> str:
+    """The suite study's answer: per learner and source, the pooled ratio to the same learner trained on real."""
+    folder = root / RESULTS / STUDY
+    table = pd.read_csv(folder / "answer.csv")
+    about = json.loads((folder / "study.json").read_text())
+    ci = lambda r, lo, hi: "-" if pd.isna(r) else f"{r:.3f} ({lo:.3f}-{hi:.3f})"  # noqa: E731
+    shown = pd.DataFrame({
+        "learner": table["learner"], "trained on": table["source"],
+        "vs trained on real, this suite (95% CI)": [ci(*r) for r in table[["ratio", "lo", "hi"]]
+                                                    .itertuples(index=False)],
+        "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
+        "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
+        "logs": table["logs"], "windows": table["windows"], "answer": table["answer"]})
+    if full:
+        shown["whole split (95% CI)"] = [ci(*r) for r in table[["stream_ratio", "stream_lo", "stream_hi"]]
+                                         .itertuples(index=False)]
+        shown["whole split answer"] = table["stream_answer"].fillna("-")
+    note = (f"`{about['command']}` ({about['date']}; {about['logs']} logs, {about['wall']}). The learner trained on "
+            "the source over the same learner trained on the real train split, on every disjoint test window of "
+            "each log; pooled: the geometric mean over the logs, 95% CIs (this suite: windows resampled within each "
+            "log; logs resampled too). Noise floor: the real row's (its jittered near-copies). Answer: as good as "
+            "real where the CI lies inside [0.95, 1.05], worse above 1, better below, can't tell otherwise.")
+    return tables.markdown(shown, digits=3) + "\n\n" + note
+
+
+def correlation_table(root: Path = ROOT, top: int = 5) -> str:
+    """Per learner, the fidelity metrics that best and worst predict usefulness (Spearman, with its CI)."""
+    table = pd.read_csv(root / RESULTS / STUDY / "fidelity_vs_usefulness.csv")
+    rows = []
+    for _, g in table.groupby("learner", sort=False):
+        g = g.dropna(subset=["rho_oriented"])
+        rows.append(pd.concat([g.head(top), g.tail(2)]).drop_duplicates())
+    shown = pd.concat(rows, ignore_index=True) if rows else table
+    shown = shown.assign(rho=[f"{r:+.2f} ({lo:+.2f} to {hi:+.2f})" for r, lo, hi in
+                              shown[["rho_oriented", "lo", "hi"]].itertuples(index=False)])
+    return tables.markdown(shown[["learner", "metric", "section", "pairs", "logs", "rho"]])
+
+
 def bench_cost_table(root: Path = ROOT) -> str:
     """The bench's cost rows of ``results/benchmarks.csv``."""
     bench = pd.read_csv(root / RESULTS / BENCHMARKS, dtype={"value": str})
@@ -311,7 +353,9 @@ def build(root: Path = ROOT) -> dict[str, str]:
             "results-bench": bench_table(bench_folder(root=root)),
             "traces-catalog": catalog_table(root),
             "predictions-bench": bench_table(bench_folder(root=root), PREDICTION_ROWS),
-            "bench-cost": bench_cost_table(root)}
+            "bench-cost": bench_cost_table(root),
+            "readme-study": study_table(root), "study-suite": study_table(root, full=True),
+            "study-correlation": correlation_table(root)}
 
 
 def _block(name: str) -> re.Pattern[str]:

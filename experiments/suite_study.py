@@ -44,7 +44,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -280,7 +282,6 @@ def agent_tasks(args: Args, logs: Sequence[str]) -> list[AgentTask]:
 def train_agent(task: AgentTask) -> dict[str, Any]:
     """Train the run unless its kept network exists (a run stopped midway resumes from its last checkpoint)."""
     import subprocess
-    import sys
 
     folder = Path(task.folder)
     if (folder / "model.zip").is_file():
@@ -487,8 +488,9 @@ def _stage(name: str, fn: Any, tasks: list, args: Args, say: Any) -> list:
     return results
 
 
-def run(args: Args) -> dict[str, Any]:
-    """Every stage (module docstring); returns the timing and the files written."""
+def run(args: Args, command: str = "python -m experiments.study --suite") -> dict[str, Any]:
+    """Every stage (module docstring); returns the timing; ``command`` is recorded in ``study.json``."""
+    started = time.perf_counter()
     folder = args.folder
     folder.mkdir(parents=True, exist_ok=True)
     timing: dict[str, Any] = {}
@@ -549,6 +551,10 @@ def run(args: Args) -> dict[str, Any]:
     for line in failed:
         say(f"failed: {line}")
     hpcgym_io.write_text(folder / "timing.json", json.dumps(timing, indent=2, default=float) + "\n")
+    wall = time.perf_counter() - started
+    about = {"command": command, "date": time.strftime("%Y-%m-%d"), "logs": len(logs), "seconds": round(wall),
+             "wall": f"{wall / 60:,.0f} min with {args.workers} workers ({args.backend})"}
+    hpcgym_io.write_text(folder / "study.json", json.dumps(about, indent=2) + "\n")
     hpcgym_io.write_text(folder / "report.md", report(table, logs, args, timing, failed))
     say(summary(table))
     return timing
@@ -599,7 +605,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.backend not in ("local", "ray") or args.workers < 1 or args.sample_jobs < 1024:
         raise cli.UsageError("--backend local|ray, --workers >= 1 and --sample-jobs >= 1024, please")
     started = time.perf_counter()
-    run(args)
+    given = sys.argv[1:] if argv is None else list(argv)
+    run(args, "python -m experiments.study --suite " + shlex.join(a for a in given if a != "--suite"))
     print(f"study done in {time.perf_counter() - started:,.0f} s: {args.folder}")
     return 0
 
