@@ -43,12 +43,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None, help="a CSV for the two rows")
+    ap.add_argument("--traces", nargs="*", default=[], help="only these logs (default: every catalogued one)")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "xdg")}
         cmd = [sys.executable, "-m", "experiments.bench", "--schedulers", *SCHEDULERS, "--out", str(Path(tmp) / "b"),
-               "--workers", str(args.workers), "--quiet"]
+               "--workers", str(args.workers), "--quiet", *(["--traces", *args.traces] if args.traces else [])]
         for run in ("first (nothing cached, kernels compiled)", "again (cache and kernels kept)"):
             rows.append({"run": run, "workers": args.workers, **measured(cmd, env)})
             print(rows[-1], flush=True)

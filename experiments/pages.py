@@ -354,8 +354,8 @@ def build(root: Path = ROOT) -> dict[str, str]:
             "traces-catalog": catalog_table(root),
             "predictions-bench": bench_table(bench_folder(root=root), PREDICTION_ROWS),
             "bench-cost": bench_cost_table(root),
-            "readme-study": study_table(root), "study-suite": study_table(root, full=True),
-            "study-correlation": correlation_table(root)}
+            **({"readme-study": study_table(root), "study-suite": study_table(root, full=True),
+                "study-correlation": correlation_table(root)} if (root / RESULTS / STUDY).is_dir() else {})}
 
 
 def _block(name: str) -> re.Pattern[str]:

@@ -4,6 +4,7 @@ import math
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -160,3 +161,12 @@ def test_a_trained_run_is_judged_beside_its_cloned_start(tmp_path):
     per_window = pd.read_csv(tmp_path / "b" / "per_window.csv")
     assert set(per_window.loc[per_window["scheduler"] == "mine", "kind"]) == {"agent"}
     assert len(per_window[per_window["scheduler"] == "mine"]) == 2  # lublin-256's two disjoint test windows
+
+
+def test_the_cost_benchmark_runs(tmp_path):
+    out = tmp_path / "cost.csv"
+    done = subprocess.run([sys.executable, "benchmarks/bench_cost.py", "--traces", "lublin-256", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = pd.read_csv(out)
+    assert len(table) == 2 and (table["wall_s"] > 0).all() and (table["peak_mib"] > 50).all()
