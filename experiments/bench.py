@@ -18,10 +18,11 @@ stream (``--no-whole-split`` skips it).
 **Rows.** A scheduler is ``[LABEL=]SPEC+BACKFILL``: any spelling of :func:`hpcgym.sim.heuristics.resolve` (``saf``,
 ``tuned``, ``tuned-learned``, ``saf-learned``, ``saf@last2``, ``tuned:FIT.json``, ``package.module:attr``) and
 ``none``, ``easy`` or ``conservative``; ``{log}`` in SPEC stands for each log's name (a fit file per log), and
-LABEL names the row. ``tuned`` and the learned rows read each log's own fit (shipped for every
-suite log; ``python -m baselines.refit`` remakes them). ``--model [LABEL=]PATH`` adds a trained run (its agent and
-its cloned start) or an SB3 zip; a LABEL given to several runs makes one row, each run judged on the log it trained
-on. FCFS+EASY (the baseline) and the clairvoyant row (the headroom's top) always run.
+LABEL names the row. ``tuned`` and the learned rows read each log's own fit (shipped for every suite log;
+``python -m experiments.refit`` remakes them). ``--model [LABEL=]PATH`` adds a trained run (its agent and its cloned
+start) or an SB3 zip; a LABEL given to several runs makes one row, each run judged on the log it trained on
+(``--own-log``: every run folder on its own log only). FCFS+EASY (the baseline) and the clairvoyant row (the
+headroom's top) always run.
 
 **Verdicts.** Each row is paired with each ``--reference`` row on the same windows: per log, the ratio of mean bsld
 with its one-log CI; pooled, the geometric mean over the logs where both ran, with two 95% CIs (*this suite* and
@@ -72,6 +73,7 @@ class Args:
     trace_file: list[str] = flag([], "log files of your own to add to the suite for this run")
     model: list[str] = flag([], "[LABEL=]PATH: a trained run folder or SB3 zip to judge (its agent and cloned "
                                 "start); loading a zip runs its pickles: only runs you trust")
+    own_log: bool = flag(False, "judge each --model run folder only on the log it trained on")
     out: str = flag("bench", "output folder")
     cache: str = flag("", "cache folder (default: OUT/cache)")
     window: int = flag(suite.WINDOW, "jobs per disjoint test window")
@@ -107,8 +109,11 @@ def logs_of(args: Args) -> list[suite.LogSpec]:
     return found
 
 
-def models_of(specs: Sequence[str]) -> tuple[Model, ...]:
-    """``[LABEL=]PATH`` specs as models; a label given to several runs judges each on the log its run trained on."""
+def models_of(specs: Sequence[str], own_log: bool = False) -> tuple[Model, ...]:
+    """``[LABEL=]PATH`` specs as models.
+
+    A label given to several runs, or any run with ``own_log``, is judged on the log its run trained on only.
+    """
     from experiments.runs import RunFolder
 
     pairs = [(s.split("=", 1) if "=" in s else (Path(s.rstrip("/")).name.removesuffix(".zip"), s)) for s in specs]
@@ -118,7 +123,7 @@ def models_of(specs: Sequence[str]) -> tuple[Model, ...]:
         if not Path(path).exists():
             raise cli.UsageError(f"--model {path}: no such run folder or zip")
         own = ()
-        if labels.count(label) > 1:
+        if labels.count(label) > 1 or (own_log and Path(path).is_dir()):
             if not Path(path).is_dir():
                 raise cli.UsageError(f"--model {label}={path}: several runs share a label only as run folders (each "
                                      "is judged on the log it trained on)")
@@ -149,7 +154,7 @@ def tasks_of(args: Args) -> list[Task]:
     """One task per log."""
     rows, references = rows_of(args)
     cache = args.cache or str(Path(args.out) / "cache")
-    models = models_of(args.model)
+    models = models_of(args.model, args.own_log)
     return [Task(log, rows, references, models, args.window, args.draws, args.sd, args.seed,
                  not args.no_whole_split, cache) for log in logs_of(args)]
 
