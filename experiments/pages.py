@@ -232,8 +232,12 @@ def bench_folder(name: str = SUITE, root: Path = ROOT) -> Path:
     return root / RESULTS / BENCH / name
 
 
-def bench_table(folder: Path, rows: Sequence[str] | None = None, references: Sequence[str] | None = None) -> str:
-    """A bench run's pooled rows as Markdown (each against each reference), with the command and the day."""
+def bench_table(folder: Path, rows: Sequence[str] | None = None, references: Sequence[str] | None = None,
+                short: bool = False) -> str:
+    """A bench run's pooled rows as Markdown (each against each reference), with the command and the day.
+
+    ``short``: the note under it names the run only (the README links to docs/bench.md for the definitions).
+    """
     table = pd.read_csv(folder / "pooled.csv")
     about = json.loads((folder / "bench.json").read_text())
     if references is not None:
@@ -256,6 +260,9 @@ def bench_table(folder: Path, rows: Sequence[str] | None = None, references: Seq
         "whole split floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["stream_noise_floor"]],
         "verdict (windows; whole split)": [f"{v.split(':')[0]}; {w.split(':')[0]}" for v, w in
                                            table[["verdict", "stream_verdict"]].itertuples(index=False)]})
+    if short:
+        return tables.markdown(shown, digits=2) + (f"\n\n{about['logs']} logs, {about['windows']:,} disjoint test "
+                                                   f"windows; `results/bench/suite/` ({about['date']}).")
     note = (f"{about['logs']} logs, {about['windows']:,} disjoint test windows of 1,024 jobs; "
             f"`{about['command']}` ({about['date']}). Per log: the paired ratio of mean bsld to the reference on the "
             "same windows; pooled: their geometric mean, 95% CIs by bootstrap (this suite: windows resampled within "
@@ -303,10 +310,11 @@ def study_table(root: Path = ROOT, full: bool = False) -> str:
         "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
         "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
         "logs": table["logs"], "windows": table["windows"], "answer": table["answer"]})
-    if full:
-        shown["whole split (95% CI)"] = [ci(*r) for r in table[["stream_ratio", "stream_lo", "stream_hi"]]
-                                         .itertuples(index=False)]
-        shown["whole split answer"] = table["stream_answer"].fillna("-")
+    if not full:
+        return tables.markdown(shown, digits=3) + f"\n\n`{about['command']}` ({about['date']}; `results/study_suite/`)."
+    shown["whole split (95% CI)"] = [ci(*r) for r in table[["stream_ratio", "stream_lo", "stream_hi"]]
+                                     .itertuples(index=False)]
+    shown["whole split answer"] = table["stream_answer"].fillna("-")
     note = (f"`{about['command']}` ({about['date']}; {about['logs']} logs, {about['wall']}). The learner trained on "
             "the source over the same learner trained on the real train split, on every disjoint test window of "
             "each log; pooled: the geometric mean over the logs, 95% CIs (this suite: windows resampled within each "
@@ -349,13 +357,13 @@ def build(root: Path = ROOT) -> dict[str, str]:
     return {"results": tables.markdown(_shown(evaluation_tables(windows, "all", streams)), digits=2) + "\n\n" + note,
             "seeds": seeds_table(root), "benchmarks": benchmarks_table(root),
             **predictions_tables(root),
-            "readme-bench": bench_table(bench_folder(root=root), LEADERBOARD_ROWS, LEADERBOARD_REFERENCES),
+            "readme-bench": bench_table(bench_folder(root=root), LEADERBOARD_ROWS, LEADERBOARD_REFERENCES, short=True),
             "results-bench": bench_table(bench_folder(root=root)),
             "traces-catalog": catalog_table(root),
             "predictions-bench": bench_table(bench_folder(root=root), PREDICTION_ROWS),
             "bench-cost": bench_cost_table(root),
-            **({"readme-study": study_table(root), "study-suite": study_table(root, full=True),
-                "study-correlation": correlation_table(root)} if (root / RESULTS / STUDY).is_dir() else {})}
+            "readme-study": study_table(root), "study-suite": study_table(root, full=True),
+            "study-correlation": correlation_table(root)}
 
 
 def _block(name: str) -> re.Pattern[str]:

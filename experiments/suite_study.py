@@ -367,25 +367,36 @@ def answer(pooled_table: pd.DataFrame) -> pd.DataFrame:
     mine = mine[~mine["scheduler"].str.endswith("/real")].copy()
     mine.insert(0, "learner", mine["scheduler"].str.split("/").str[0])
     mine.insert(1, "source", mine["scheduler"].str.split("/").str[1])
-    mine["answer"] = [verdict(r.ratio, r.lo, r.hi) for r in mine.itertuples()]
-    mine["stream_answer"] = [verdict(r.stream_ratio, r.stream_lo, r.stream_hi) for r in mine.itertuples()]
+    mine["answer"] = [verdict(r.ratio, r.lo, r.hi, floor=r.noise_floor) for r in mine.itertuples()]
+    mine["stream_answer"] = [verdict(r.stream_ratio, r.stream_lo, r.stream_hi, floor=r.stream_noise_floor)
+                             for r in mine.itertuples()]
     keep = ["learner", "source", "ratio", "lo", "hi", "lo_logs", "hi_logs", "noise_floor", "logs", "windows", "wins",
             "ties", "losses", "answer", "stream_ratio", "stream_lo", "stream_hi", "stream_noise_floor",
             "stream_answer", "verdict"]
     return mine[keep].reset_index(drop=True)
 
 
-def verdict(ratio: float, lo: float, hi: float, band: tuple[float, float] = EQUIVALENT) -> str:
+def verdict(ratio: float, lo: float, hi: float, band: tuple[float, float] = EQUIVALENT,
+            floor: float = float("nan")) -> str:
     """The answer for a pooled ratio of *trained on synthetic* to *trained on real* (lower is better).
+
+    A "worse" or "better" whose ratio lies inside the real row's noise floor ``floor`` says so.
 
     >>> verdict(1.01, 0.97, 1.04), verdict(1.1, 1.06, 1.2), verdict(1.0, 0.9, 1.1), verdict(0.9, 0.85, 0.94)
     ('as good as real', 'worse', "can't tell", 'better')
+    >>> verdict(1.06, 1.01, 1.11, floor=0.08)
+    'worse, inside the ±8.0% noise floor'
     """
+    from experiments import pooled
+
     if np.isnan(ratio):
         return "-"
     if band[0] <= lo and hi <= band[1]:
         return "as good as real"
-    return "worse" if lo > 1 else "better" if hi < 1 else "can't tell"
+    found = "worse" if lo > 1 else "better" if hi < 1 else "can't tell"
+    if found != "can't tell" and pooled.inside(ratio, floor):
+        found += f", inside the ±{floor:.1%} noise floor"
+    return found
 
 
 # ---- stage 4: fidelity, and whether it predicts usefulness -------------------------------------------------------
