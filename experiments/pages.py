@@ -30,7 +30,7 @@ PAGES = {"results": "docs/results.md",
          "predictions-short-jobs": "docs/predictions.md", "predictions-reestimate": "docs/predictions.md",
          "readme-bench": "README.md", "results-bench": "docs/results.md", "traces-catalog": "docs/traces.md",
          "predictions-bench": "docs/predictions.md", "bench-cost": "docs/bench.md", "readme-study": "README.md",
-         "study-suite": "docs/study.md", "study-correlation": "docs/study.md"}
+         "study-suite": "docs/study.md", "study-correlation": "docs/study.md", "results-agents": "docs/results.md"}
 #: ``results/study_suite/``: what ``python -m experiments.study --suite`` wrote (``answer.csv``,
 #: ``fidelity_vs_usefulness.csv``, ``study.json``: the command, the day, the logs and the time)
 STUDY = "study_suite"
@@ -276,6 +276,47 @@ def bench_table(folder: Path, rows: Sequence[str] | None = None, references: Seq
     return tables.markdown(shown, digits=2) + "\n\n" + note
 
 
+def agents_table(root: Path = ROOT) -> str:
+    """The trained agents on the logs they trained for: per recipe, each seed against ``tuned`` and its own start.
+
+    From ``results/bench/agents/`` (``pooled.csv`` for the ratio to ``tuned+easy``; ``per_window.csv`` for the
+    ratio to the start, pooled the same way: :func:`experiments.pooled.pool`).
+    """
+    from experiments import pooled
+    from experiments.results import Windows
+
+    folder = bench_folder("agents", root)
+    table = pd.read_csv(folder / "pooled.csv")
+    table = table[table["reference"] == "tuned+easy"].set_index("scheduler")
+    windows = Windows.read(folder).table
+    about = json.loads((folder / "bench.json").read_text())
+    agents = [s for s in table.index if "-s" in s and not s.endswith(")")]
+    rows = []
+    for name in agents:
+        start = f"{name} (cloned, no RL)"
+        mine, ref = [], []
+        for _, g in windows.groupby("log", sort=False):
+            both = g.pivot_table(index="window", columns="scheduler", values="bsld")
+            if name in both and start in both:
+                mine.append(both[name].to_numpy())
+                ref.append(both[start].to_numpy())
+        vs_start = pooled.pool(mine, ref, seed=0) if mine else None
+        r = table.loc[name]
+        rows.append({"recipe": name.rsplit("-s", 1)[0], "seed": name.rsplit("-s", 1)[1], "logs": int(r["logs"]),
+                     "windows": int(r["windows"]),
+                     "vs tuned+easy (95% CI)": f"{r['ratio']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})",
+                     "noise floor": f"±{r['noise_floor']:.1%}", "verdict": r["verdict"].split(":")[0],
+                     "vs its start (95% CI)": "-" if vs_start is None else
+                     f"{vs_start.ratio:.3f} ({vs_start.lo:.3f}-{vs_start.hi:.3f})", "_ratio": r["ratio"]})
+    shown = pd.DataFrame(rows).sort_values(["recipe", "seed"], kind="stable")
+    summary = shown.groupby("recipe", sort=False)["_ratio"].agg(["median", "max", "size"])
+    lines = [f"{recipe}: median over {int(s['size'])} seeds {s['median']:.3f} of tuned+easy, worst seed {s['max']:.3f}"
+             for recipe, s in summary.iterrows()]
+    return (tables.markdown(shown.drop(columns="_ratio")) + "\n\n" + "; ".join(lines) +
+            f". `{about['command'].split(' --model')[0]} --model ...` ({about['date']}; the runs are listed in "
+            "`results/bench/agents/bench.json`).")
+
+
 def catalog_table(root: Path = ROOT) -> str:
     """Every catalogued log: its machine, jobs, what it records, and whether the suite holds it (and why)."""
     from hpcgym import traces
@@ -363,7 +404,7 @@ def build(root: Path = ROOT) -> dict[str, str]:
             "predictions-bench": bench_table(bench_folder(root=root), PREDICTION_ROWS),
             "bench-cost": bench_cost_table(root),
             "readme-study": study_table(root), "study-suite": study_table(root, full=True),
-            "study-correlation": correlation_table(root)}
+            "study-correlation": correlation_table(root), "results-agents": agents_table(root)}
 
 
 def _block(name: str) -> re.Pattern[str]:
