@@ -569,6 +569,8 @@ def run(args: Args, command: str = "python -m experiments.study --suite") -> dic
         hpcgym_io.write_table(correlation, folder / "fidelity_vs_usefulness.csv")
         timing["fidelity"] = time.perf_counter() - began
     timing["per_fit"] = learned
+    loads = pd.DataFrame([{k: r[k] for k in ("log", "source", "jobs", "load")} for r in learned if "error" not in r])
+    hpcgym_io.write_table(loads, folder / "loads.csv")
     failed = [f"{r['log']}/{r['source']}: {r['error']}" for r in learned if "error" in r]
     for line in failed:
         say(f"failed: {line}")
@@ -577,7 +579,7 @@ def run(args: Args, command: str = "python -m experiments.study --suite") -> dic
     about = {"command": command, "date": time.strftime("%Y-%m-%d"), "logs": len(logs), "seconds": round(wall),
              "wall": f"{wall / 60:,.0f} min with {args.workers} workers ({args.backend})"}
     hpcgym_io.write_text(folder / "study.json", json.dumps(about, indent=2) + "\n")
-    hpcgym_io.write_text(folder / "report.md", report(table, logs, args, timing, failed))
+    hpcgym_io.write_text(folder / "report.md", report(table, logs, args, timing, failed, loads))
     say(summary(table))
     return timing
 
@@ -592,8 +594,8 @@ def summary(table: pd.DataFrame) -> str:
 
 
 def report(table: pd.DataFrame, logs: Sequence[str], args: Args, timing: dict[str, Any],
-           failed: Sequence[str] = ()) -> str:
-    """``report.md``: the answer table, the logs, the settings, the time, and the sources that failed."""
+           failed: Sequence[str] = (), loads: pd.DataFrame | None = None) -> str:
+    """``report.md``: the answer table, the logs, the settings, the time, the samples' loads, what failed."""
     from experiments.tables import markdown
 
     shown = table.reindex(columns=["learner", "source", "ratio", "lo", "hi", "lo_logs", "hi_logs", "noise_floor",
@@ -606,9 +608,25 @@ def report(table: pd.DataFrame, logs: Sequence[str], args: Args, timing: dict[st
         "resampled within logs, lo_logs-hi_logs: logs resampled too; the noise floor is the real row's. Answer: as "
         "good as real where the CI lies inside [0.95, 1.05], worse above 1, better below, can't tell otherwise.",
         markdown(shown, digits=3),
+        *(["Offered load of each source's table over the real train split's (median over logs, range): "
+           + load_text(loads)] if loads is not None and not loads.empty else []),
         f"Time: fits {timing.get('fits', 0):,.0f} s, bench {timing.get('bench', 0):,.0f} s, fidelity "
         f"{timing.get('fidelity', 0):,.0f} s ({args.workers} workers, backend {args.backend}).",
         *(["Failed (their rows are skipped):\n" + "\n".join(f"- {f}" for f in failed)] if failed else [])]) + "\n"
+
+
+def load_text(loads: pd.DataFrame) -> str:
+    """Each source's offered load relative to the real train split's: the median over logs and the range.
+
+    >>> load_text(pd.DataFrame({"log": ["a", "a", "b", "b"], "source": ["real", "x"] * 2, "load": [1, 1.1, 2, 1.6]}))
+    'x 0.95 (0.80-1.10)'
+    """
+    real = loads[loads["source"] == "real"].set_index("log")["load"]
+    parts = []
+    for source, g in loads[loads["source"] != "real"].groupby("source", sort=False):
+        ratio = g.set_index("log")["load"] / real
+        parts.append(f"{source} {ratio.median():.2f} ({ratio.min():.2f}-{ratio.max():.2f})")
+    return "; ".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
