@@ -11,8 +11,9 @@ the whole table takes 1.9 GB). What differs from the whole read:
 - Unix submit times stay Unix times (the trace's first submit is known only at its end); a chunk's
   ``attrs["unix_start_time"]`` is the header's ``UnixStartTime``, or, for Unix times, the chunk's first submit
   (including those of jobs dropped as invalid, as the whole read counts it). Relative times are kept as read.
-- The first chunk decides whether submit times are Unix times (the whole read asks the median of the whole file),
-  and the header is parsed from the comment lines before the first chunk ends (SWF puts it at the top).
+- The first chunk decides whether submit times are Unix times (the whole read asks the whole file; both by
+  :func:`hpcgym.traces._io.unix_times`), and the header is parsed from the comment lines before the first chunk
+  ends (SWF puts it at the top).
 - One warning at the end counts every chunk's dropped jobs, repeated ids and non-standard status codes.
 """
 
