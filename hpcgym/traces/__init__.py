@@ -1,6 +1,8 @@
 """Job traces: readers (SWF, ALCF and LANL CSVs, CSV tables, Slurm and PBS accounting), bundled traces, splits.
 
 Other formats plug in through :mod:`hpcgym.traces.formats` (a registry, and the ``hpcgym.readers`` entry points).
+A bundled trace's file read by its path is read with its catalog entry, and the cleaning the catalog states
+(:attr:`TraceInfo.dropped`) is not warned about (:mod:`hpcgym.traces.known`).
 
 >>> from hpcgym import traces
 >>> jobs = traces.load("sdsc-sp2")
@@ -24,7 +26,7 @@ from hpcgym import errors, machines
 from hpcgym.errors import TraceFormatError, UnknownNameError
 from hpcgym.jobs import OnDuplicate, OnInvalid
 from hpcgym.machines import Machine
-from hpcgym.traces import alcf, formats, mustang, pbs, slurm
+from hpcgym.traces import alcf, formats, known, mustang, pbs, slurm
 from hpcgym.traces._accounting import first_line
 from hpcgym.traces._io import csv_header, spooled
 from hpcgym.traces.alcf import read_alcf
@@ -44,17 +46,28 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 _PWA = "Parallel Workloads Archive (Feitelson, Tsafrir, Krakov, JPDC 74(10), 2014)"
 _ALCF = "ALCF job data (DIM_JOB_COMPOSITE), restructured by DIR-LAB, UNC Charlotte"
 _LANL = "LANL ATLAS release: Amvrosiadis et al., USENIX ATC 2018"
+_NEVER_RAN = "jobs that never ran (cancelled before they started: no start time) or ended as they started"
 
 
 @dataclass(frozen=True)
 class TraceInfo:
-    """A trace shipped in ``hpcgym/data``."""
+    """A trace shipped in ``hpcgym/data``.
+
+    Its file read by its path (gzipped or not) is recognised by its content and read as the entry says
+    (:mod:`hpcgym.traces.known`): nothing needs stating for that. ``dropped`` states the log's known cleaning.
+    """
 
     file: str
     format: str
     machine: str
     citation: str
     description: str
+    #: the invalid jobs its reading (with ``machine``) drops, by reason as in ``attrs["invalid"]``: the known
+    #: cleaning, said here, by ``list`` and ``info``, and not warned about on each load. None: not stated (drops
+    #: warn, as for any file).
+    dropped: Mapping[str, int] | None = None
+    #: what the dropped jobs are, in a few words
+    cleaning: str = ""
 
 
 BUNDLED: dict[str, TraceInfo] = {
@@ -63,17 +76,19 @@ BUNDLED: dict[str, TraceInfo] = {
                             "ALCF Theta, all of 2022 (SWF, nodes in the processor fields)"),
     "mira": TraceInfo("data_mira.csv.gz", "alcf", "mira", _ALCF, "ALCF Mira, 2018-08 to 2018-12"),
     "sdsc-sp2": TraceInfo("SDSC-SP2-1998-4.2-cln.swf.gz", "swf", "sdsc-sp2", _PWA + "; Acknowledge: Victor Hazlewood",
-                          "SDSC IBM SP2, 1998-2000"),
+                          "SDSC IBM SP2, 1998-2000", {"run <= 0": 5681},
+                          "cancelled jobs (status 5) that never ran: runtime -1 (5,671) or 0 (10)"),
     "hpc2n": TraceInfo("HPC2N-2002-2.2-cln.swf.gz", "swf", "hpc2n", _PWA + "; Acknowledge: Ake Sandgren",
                        "HPC2N Seth, 2002-2006"),
     "lublin-256": TraceInfo("lublin_256.swf.gz", "swf", "lublin-256",
                             "Lublin & Feitelson, JPDC 63(11), 2003", "Lublin-Feitelson model sample, 10,000 jobs"),
     "mustang": TraceInfo("mustang_2015-08-06_week_fraction.csv.gz", "mustang", "mustang", _LANL,
-                         "LANL Mustang, the week from 2015-08-06"),
+                         "LANL Mustang, the week from 2015-08-06", {"run <= 0": 120}, _NEVER_RAN),
     "mustang-2012-02": TraceInfo("mustang_2012-02-07_week_fraction.csv", "mustang", "mustang", _LANL,
-                                 "LANL Mustang, the week from 2012-02-07"),
+                                 "LANL Mustang, the week from 2012-02-07", {"run <= 0": 24}, _NEVER_RAN),
     "mustang-2012-12": TraceInfo("mustang_2012-12-13_week_fraction.csv", "mustang", "mustang", _LANL,
-                                 "LANL Mustang, the week from 2012-12-13"),
+                                 "LANL Mustang, the week from 2012-12-13", {"run <= 0": 42, "nodes <= 0": 16},
+                                 _NEVER_RAN + "; jobs with a node count of 0"),
 }
 _ALIASES = {"sdsc_sp2": "sdsc-sp2", "lublin256": "lublin-256", "lublin": "lublin-256"}
 _READERS = {"swf": read_swf, "alcf": read_alcf, "mustang": read_mustang, "slurm": read_slurm, "pbs": read_pbs}
@@ -104,8 +119,44 @@ def path_of(name: str) -> Path:
 
 @functools.lru_cache(maxsize=16)
 def _load_cached(key: str, on_invalid: OnInvalid) -> pd.DataFrame:
+    return _catalogued(key, path_of(key), None, {"on_invalid": on_invalid})
+
+
+def _catalogued(key: str, path: str | Path, mach: Machine | None, options: dict[str, object]) -> pd.DataFrame:
+    """A bundled trace's file (at ``path``) read as its entry says.
+
+    Its machine unless ``mach``, its name, and no warning about the drops its entry states; ``attrs["catalog"]``
+    names the entry, ``attrs["cleaning"]`` the cleaning when the drops are those.
+    """
     info = BUNDLED[key]
-    return _READERS[info.format](path_of(key), machine=info.machine, on_invalid=on_invalid, name=key)
+    with known.expecting(info.dropped):
+        df = _READERS[info.format](path, machine=mach or info.machine, name=key, **options)
+    df.attrs["catalog"] = key
+    note = known_cleaning(df.attrs)
+    if note:
+        counts = ", ".join(f"{n:,} {reason}" for reason, n in df.attrs["invalid"].items())
+        df.attrs["cleaning"] = f"{counts} dropped: {note}"
+    return df
+
+
+def known_cleaning(attrs: Mapping[str, object]) -> str | None:
+    """A table's drops as its catalog entry states them (``TraceInfo.dropped``), in words; else None.
+
+    The words are "the known cleaning of NAME (what the jobs are)"; None for a file the catalog does not know, or
+    for other drops than those stated.
+    """
+    info = BUNDLED.get(str(attrs.get("catalog")))
+    if info is None or info.dropped is None or dict(attrs.get("invalid") or {}) != dict(info.dropped):
+        return None
+    return f"the known cleaning of {attrs['catalog']}" + (f" ({info.cleaning})" if info.cleaning else "")
+
+
+def recognise(path: str | Path) -> known.Match:
+    """Which bundled trace a file is (the same content, gzipped or not), or is near and why not.
+
+    See :func:`hpcgym.traces.known.match`.
+    """
+    return known.match(path, {key: DATA_DIR / info.file for key, info in BUNDLED.items()})
 
 
 def _copy(df: pd.DataFrame) -> pd.DataFrame:
@@ -193,8 +244,9 @@ def read(
         format: one of :func:`hpcgym.traces.formats.names` (the built-in :data:`FORMATS` and those registered or
             installed); default: :func:`detect_format`.
         machine: a catalog name, a ``NODES[xCORES]`` spec (:func:`hpcgym.machines.parse`) or a :class:`Machine`;
-            default: the SWF header's, the largest node count of a Slurm or PBS log's jobs, or the format's machine
-            (Theta for ALCF, Mustang for LANL). A generic CSV needs one.
+            default: for a bundled trace's file (recognised by its content, gzipped or not: :func:`recognise`) its
+            catalog entry's, else the SWF header's, the largest node count of a Slurm or PBS log's jobs, or the
+            format's machine (Theta for ALCF, Mustang for LANL). A generic CSV needs one.
         on_invalid: ``"drop"`` or ``"error"``, as in :func:`hpcgym.jobs.apply_invalid_policy`.
         columns: for ``format="csv"``, canonical name -> column (a dict or ``"k=v,k=v"``); see
             :mod:`hpcgym.traces.csvtable`.
@@ -222,7 +274,7 @@ def read(
             raise ValueError(f"columns= applies to CSV files, not to the bundled trace {path!r}")
         if mach is None and not (round or compact or on_duplicate != "warn"):
             return load(path, on_invalid)
-        return _READERS[BUNDLED[key].format](path_of(key), machine=mach or BUNDLED[key].machine, name=key, **options)
+        return _catalogued(key, path_of(key), mach, options)
     if not Path(path).exists():
         text = str(path)
         if not any(sep in text for sep in "/\\.") and not Path(path).suffix:
@@ -234,7 +286,11 @@ def read(
             raise IsADirectoryError(errno.EISDIR, "a trace must be a file (or a directory of PBS logs)", str(path))
         if columns is not None and fmt != "csv":
             raise ValueError(f"columns= applies to CSV files (format='csv'), not to the {fmt} file {path}")
-        return _read_file(local, fmt, mach, columns, options)
+        found = recognise(local) if columns is None else known.Match()
+        if found.key is not None and BUNDLED[found.key].format == fmt:
+            return _catalogued(found.key, local, mach, options)
+        df = _read_file(local, fmt, mach, columns, options)
+        return _near(df, found, path, own_machine=mach is None)
 
 
 def read_chunks(
@@ -260,16 +316,20 @@ def read_chunks(
     stack = contextlib.ExitStack()  # a pipe's copy lives while the chunks are read
     local = stack.enter_context(spooled(path_of(name) if name is not None else path))
     with _closed_on_error(stack):
+        found = recognise(local) if name is None and columns is None else known.Match()
+        if found.key is not None and BUNDLED[found.key].format == "swf":
+            name = found.key
         if name is not None:
-            fmt, mach = BUNDLED[name].format, mach or BUNDLED[name].machine
+            info = BUNDLED[name]
+            fmt, mach, expected = info.format, mach or info.machine, info.dropped
         else:
-            fmt = format or detect_format(local, columns)
+            fmt, expected = format or detect_format(local, columns), None
         if fmt != "swf" or columns is not None:
             raise ValueError(f"{path}: only SWF traces are read in chunks, not {fmt}; convert it first "
                              "(python -m hpcgym.traces convert)")
         chunks = read_swf_chunks(local, machine=mach, on_invalid=on_invalid, name=name, round=round,
-                                 on_duplicate=on_duplicate, rows=rows)
-    return _then_close(stack, chunks)
+                                 on_duplicate=on_duplicate, rows=rows, expected=expected)
+    return _then_close(stack, _labelled(chunks, name, found, path, own_machine=mach is None))
 
 
 @contextlib.contextmanager
@@ -284,6 +344,41 @@ def _closed_on_error(stack: contextlib.ExitStack) -> Iterator[None]:
 def _then_close(stack: contextlib.ExitStack, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     with stack:
         yield from chunks
+
+
+def _labelled(chunks: Iterator[pd.DataFrame], key: str | None, found: known.Match, path: str | Path,
+              own_machine: bool) -> Iterator[pd.DataFrame]:
+    """The chunks, each naming its catalog entry (``attrs["catalog"]``), or why not when it is near one.
+
+    See :func:`_near`.
+    """
+    note = None
+    for chunk in chunks:
+        if key is not None:
+            chunk.attrs["catalog"] = key
+        elif note is not None:
+            chunk.attrs["machine_note"] = note
+        else:
+            note = _near(chunk, found, path, own_machine).attrs.get("machine_note")
+        yield chunk
+
+
+def _near(df: pd.DataFrame, found: known.Match, path: str | Path, own_machine: bool) -> pd.DataFrame:
+    """``df``, saying why the catalog's machine was not used when the file is near a bundled trace.
+
+    Near: its start or its name is a bundled file's. When its machine came from the file rather than the catalog,
+    a warning and ``attrs["machine_note"]`` say why and how to use the catalog's.
+    """
+    if found.near is None or not own_machine:
+        return df
+    mach, other = df.attrs["machine"], machines.get(BUNDLED[found.near].machine)
+    note = (f"{found.why}, so it is read as a file of its own, on the machine it gives ({mach.nodes:,} nodes x "
+            f"{mach.cores_per_node} cores); the catalog's {found.near} has {other.nodes:,} x {other.cores_per_node}: "
+            f"pass machine={other.name!r} (--machine {other.name}) to use it")
+    if "machine_note" not in df.attrs:  # the first of a file's chunks warns; each carries the note
+        errors.warn(f"{path}: {note}")
+    df.attrs["machine_note"] = note
+    return df
 
 
 def _read_file(path: str | Path, fmt: str, mach: Machine | None, columns: object,

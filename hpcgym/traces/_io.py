@@ -43,6 +43,7 @@ import pandas as pd
 from hpcgym import jobs
 from hpcgym.errors import InvalidJobError, TraceFormatError, warn
 from hpcgym.io import write_bytes
+from hpcgym.traces import known
 
 #: The largest submit time accepted (seconds; as a Unix time, the year 2106).
 MAX_TIMESTAMP = 2**32
@@ -558,7 +559,8 @@ def invalid_policy(cols: dict[str, np.ndarray], max_nodes: int, on_invalid: str,
         f = [f for f in flags if f.mask.any()][int(reason[first])]
         raise InvalidJobError(file, ln, f.field, f"job {job}: {f.reason}: {f.shown(first)!r}, expected {f.limit}")
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
-    jobs.warn_dropped(path, counts, len(reason))
+    if not known.is_expected(counts):  # the catalog's documented cleaning is no news
+        jobs.warn_dropped(path, counts, len(reason))
     return ~bad, counts
 
 

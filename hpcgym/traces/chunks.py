@@ -20,7 +20,7 @@ the whole table takes 1.9 GB). What differs from the whole read:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +105,9 @@ class _Totals:
         for code, n in codes.items():
             self.codes[code] = self.codes.get(code, 0) + n
 
-    def warn(self, path: str | Path) -> None:
+    def warn(self, path: str | Path, expected: Mapping[str, int] | None = None) -> None:
         notes = []
-        if self.dropped:
+        if self.dropped and self.dropped != (None if expected is None else dict(expected)):
             summary = ", ".join(f"{n} {r}" for r, n in self.dropped.items())
             notes.append(f"dropped {sum(self.dropped.values())} invalid jobs of {self.rows} ({summary}). "
                          'Pass on_invalid="error" to stop at the first one.')
@@ -123,12 +123,14 @@ class _Totals:
 
 def read_swf_chunks(path: str | Path, machine: str | Machine | None = None, on_invalid: jobs.OnInvalid = "drop",
                     name: str | None = None, round: str | dict[str, str] | None = None,  # noqa: A002
-                    on_duplicate: jobs.OnDuplicate = "warn", rows: int = ROWS) -> Iterator[pd.DataFrame]:
+                    on_duplicate: jobs.OnDuplicate = "warn", rows: int = ROWS,
+                    expected: Mapping[str, int] | None = None) -> Iterator[pd.DataFrame]:
     """Yield an SWF file's compact job tables, about ``rows`` data lines at a time (see the module docstring).
 
     The arguments are :func:`~hpcgym.traces.swf.read_swf`'s. Every chunk has the whole read's ``attrs``, for its
     own jobs (``invalid``, ``duplicate_ids``, ``repaired`` so far, ``status_codes``), plus ``first_row`` (the data
-    lines before it) and ``rows`` (its data lines, dropped jobs included).
+    lines before it) and ``rows`` (its data lines, dropped jobs included). ``expected``: the invalid-job counts the
+    catalog states for the file (:mod:`hpcgym.traces.known`); the end-of-file warning leaves out drops of exactly these.
 
     Raises:
         TraceFormatError: as :func:`~hpcgym.traces.swf.read_swf`, naming the file, line and field.
@@ -155,7 +157,7 @@ def read_swf_chunks(path: str | Path, machine: str | Machine | None = None, on_i
         totals.add(df, n, codes)
         offset += n
         yield df
-    totals.warn(path)
+    totals.warn(path, expected)
 
 
 def _chunk(path: str | Path, cols: Any, mach: Machine, header: dict[str, Any], unix: bool | None, offset: int,
