@@ -560,12 +560,20 @@ def _trace_name(workload: Any) -> str | None:
 
 
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
-    """The keys an episode's last ``info`` adds (see the class docstring)."""
-    info = {"metrics": result.metrics, "records": result.records, "window_start": np.int64(window_start),
-            "compare": result.compare}
+    """The keys an episode's last ``info`` adds (see the class docstring), every value a numpy scalar or array.
+
+    Clients that turn infos into tensors (TorchRL) need a dtype: a Python float has none (``np.float64`` is still a
+    ``float`` to everyone else).
+    """
+    info = {"metrics": _numpy(result.metrics), "records": result.records, "window_start": np.int64(window_start),
+            "compare": _numpy(result.compare)}
     if result.baseline is not None:  # only when set: a None has no dtype for clients that make tensors of infos
-        info["baseline"] = result.baseline
+        info["baseline"] = np.float64(result.baseline)
     return info
+
+
+def _numpy(values: dict[str, float]) -> dict[str, np.float64]:
+    return {k: np.float64(v) for k, v in values.items()}
 
 
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:
