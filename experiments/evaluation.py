@@ -258,6 +258,7 @@ def evaluate_split(real: pd.DataFrame, part: pd.DataFrame, split: str, agents: d
         recs += [r.assign(backfill=agent.backfill)
                  for r in run_agent(agent, label, real, machine, starts, length, split)]
     per_job = pd.concat(recs, ignore_index=True)
+    del recs  # the windows' frames, copied into per_job: not kept through the stream
     per_window = per_window_table(per_job, machine.nodes)
     per_window["start"] = per_window["window"].map(dict(enumerate(starts))).astype("int64")
     per_window["block"] = metrics.window_blocks(per_window["start"], length)
