@@ -12,7 +12,10 @@ Examples::
 
 Windows are drawn once (``--seed``) from the chronological *test* split (the last 30% of the trace), and every
 scheduler runs on the same ones; then every scheduler schedules the whole test split as one stream (one episode;
-``--no-whole-split`` skips it). Writes ``per_window.csv`` (one row per scheduler x window), ``per_job.csv`` (one row
+``--no-whole-split`` skips it). The stream's cost follows the split, not the windows asked for (SDSC-SP2's is
+16,210 jobs, HPC2N's 60,861): a line before it says about how long it will take, and a bar follows it. A run's
+networks play it together, one environment step for all of them (``benchmarks/stream_cost.py`` measures it).
+Writes ``per_window.csv`` (one row per scheduler x window), ``per_job.csv`` (one row
 per scheduler x window x job) and ``stream.csv`` (one row per scheduler on the whole split) to ``--out`` (default:
 ``<model dir>/eval``; ``<model dir>/eval-TRACE`` for a ``--trace`` other than the run's own, so that the run's own
 scores stay where ``compare`` and ``seeds`` read them), and prints the summary table: mean bounded slowdown with a
@@ -96,6 +99,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--cross-period", default=None, metavar="OTHER",
                     help="test on the months of the trace OTHER (same machine) that the runs' trace does not cover, "
                          "e.g. theta-2022 for runs trained on theta (default: the trace's own test split)")
+    ap.add_argument("--threads", type=cli.positive_int, default=1,
+                    help="torch threads for the networks (default: 1, as experiments.train: these tiny networks run "
+                         "fastest on one; two threads made the windows 3x slower on a busy 2-core machine)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default: <first model>/eval, or "
                                                           "<first model>/eval-TRACE for a --trace other than the "
                                                           "run's own, eval-cross-OTHER with --cross-period)")
@@ -114,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is None and folders:
         folders[0].check_links()  # the results go into the run's folder: nothing may follow a link out of it
     runs.check_writable(out, "the output folder")
+    if folders or args.agent:
+        import torch
+
+        torch.set_num_threads(args.threads)
     agents = _agents(folders, args.agent)
     read = cli.read_options(args)
     if args.trace is None:

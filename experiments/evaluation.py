@@ -10,8 +10,9 @@ experiments.evaluate`` is the command line over these.
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,20 +50,33 @@ def run_heuristics(test: pd.DataFrame, machine: machines.Machine, starts: Sequen
 
 
 def run_agent(agent: Agent, label: str, trace: str | pd.DataFrame, machine: machines.Machine,
-              starts: Sequence[int], length: int, split: str = "test") -> list[pd.DataFrame]:
-    """Per-job records of an agent (deterministic, masked) on every window of the trace's ``split``."""
+              starts: Sequence[int], length: int, split: str = "test",
+              progress: Callable[[np.ndarray], None] | None = None) -> list[pd.DataFrame]:
+    """Per-job records of an agent (deterministic, masked) on every window of the trace's ``split``.
+
+    ``progress``: called after each step of the windows (:func:`agents.rollout.play_windows`).
+    """
     from agents.rollout import play_windows
 
-    infos = play_windows(agent.model, starts, **{**agent.env, "machine": machine, "workload": trace,
-                                                 "backfill": agent.backfill, "window": length, "slots": agent.slots,
-                                                 "split": split, "order": agent.order,
-                                                 "time_scale": agent.time_scale})
+    infos = play_windows(agent.model, starts, progress=progress, **_env_of(agent, machine, trace, length, split))
+    return _records(label, agent, infos, "the test windows")
+
+
+def _env_of(agent: Agent, machine: machines.Machine, trace: str | pd.DataFrame, length: int,
+            split: str) -> dict[str, Any]:
+    """The environment an agent plays windows of ``length`` jobs of ``trace``'s ``split`` in."""
+    return {**agent.env, "machine": machine, "workload": trace, "backfill": agent.backfill, "window": length,
+            "slots": agent.slots, "split": split, "order": agent.order, "time_scale": agent.time_scale}
+
+
+def _records(label: str, agent: Agent, infos: list[dict[str, Any]], where: str) -> list[pd.DataFrame]:
+    """An agent's per-job records, one frame per episode (``window`` its index), with a warning for empty slots."""
     invalid = sum(int(info.get("invalid_actions", 0)) for info in infos)
     if invalid:
-        warnings.warn(f"{label} chose an empty slot {invalid} times on the test windows (its predict takes no "
+        warnings.warn(f"{label} chose an empty slot {invalid} times on {where} (its predict takes no "
                       "action_masks); each such action was mapped to a valid slot (invalid_action='wrap')",
-                      stacklevel=2)
-    return [pd.DataFrame(info["records"]).assign(scheduler=label, kind=agent.kind, window=w)
+                      stacklevel=3)
+    return [pd.DataFrame(info["records"]).assign(scheduler=label, kind=agent.kind, window=w, backfill=agent.backfill)
             for w, info in enumerate(infos)]
 
 
@@ -265,30 +279,85 @@ def evaluate_split(real: pd.DataFrame, part: pd.DataFrame, split: str, agents: d
     played = {k: runs.as_agent(a) for k, a in agents.items()}
     notes: dict[str, str] = {}
     recs = run_heuristics(part, machine, starts, length, notes=notes)
+    spent = 0.0  # the agents' time stepping the windows: steps x a step's median time (set-up and warm-up left out)
     for label, agent in tqdm(played.items(), desc="agents", disable=not progress):
-        recs += [r.assign(backfill=agent.backfill)
-                 for r in run_agent(agent, label, real, machine, starts, length, split)]
+        ticks: list[float] = []
+        recs += run_agent(agent, label, real, machine, starts, length, split,
+                          progress=lambda clocks, ticks=ticks: ticks.append(time.perf_counter()))
+        spent += float(np.median(np.diff(ticks))) * len(ticks) if len(ticks) > 1 else 0.0
     per_job = pd.concat(recs, ignore_index=True)
+    del recs  # the windows' frames, copied into per_job: not kept through the stream
     per_window = per_window_table(per_job, machine.nodes)
     per_window["start"] = per_window["window"].map(dict(enumerate(starts))).astype("int64")
     per_window["block"] = metrics.window_blocks(per_window["start"], length)
     per_window.attrs["notes"] = notes
-    whole_split = run_stream(real, part, machine, played, split) if whole else None
+    whole_split = None
+    if whole:
+        if progress and played:
+            print(stream_note(len(part), len(played), spent, len(starts), length), flush=True)
+        whole_split = run_stream(real, part, machine, played, split, progress=progress)
     return Evaluation(per_window, per_job, whole_split)
 
 
+def stream_note(jobs: int, networks: int, seconds: float, windows: int, length: int) -> str:
+    """What the whole split will take, said before it starts: the networks' time on the windows, scaled.
+
+    A window batch (up to :data:`agents.rollout.BATCH` windows at once) costs about what as many decisions of one
+    stream do, so the stream takes about ``seconds x jobs / (length x batches)``.
+    """
+    from agents.rollout import BATCH
+
+    expected = seconds * jobs / (length * -(-windows // BATCH))
+    when = f"{expected / 60:.0f} min" if expected >= 90 else f"{expected:.0f} s"
+    return (f"whole split: {jobs:,} jobs as one episode for {networks} network{'s' * (networks != 1)}, about {when} "
+            "(from their time on the windows), and every reference row; --no-whole-split skips it")
+
+
 def run_stream(real: pd.DataFrame, part: pd.DataFrame, machine: machines.Machine, agents: dict[str, Agent],
-               split: str = "test", notes: dict[str, str] | None = None) -> pd.DataFrame:
+               split: str = "test", notes: dict[str, str] | None = None, progress: bool = False) -> pd.DataFrame:
     """Per-job records of every reference row and every agent on the whole of ``part`` as one episode.
 
     ``part`` is the ``split`` of ``real`` (the trace the agents' environment reads); the rows are those of the
     windows (:func:`run_heuristics`, :func:`run_agent`), on one window that is the whole part (:mod:`.stream`).
+    Agents that play in the same environment play together, a copy each of one vector environment
+    (:func:`agents.rollout.play_together`). ``progress``: a bar over the jobs that have arrived in each stream.
     """
+    from agents.rollout import play_together
+
     recs = run_heuristics(part, machine, [0], len(part), notes=notes)
+    arrivals = np.sort(part["submit"].to_numpy()) - int(part["submit"].min())
+    bar = tqdm(total=len(part) * len(agents), desc="whole split", unit="job", disable=not progress or not agents)
+    played: dict[str, list[pd.DataFrame]] = {}
+    for labels, env in _same_environments(agents, machine, real, len(part), split):
+        before = bar.n
+
+        def moved(clocks: np.ndarray, before: int = before) -> None:
+            bar.update(before + int(np.searchsorted(arrivals, clocks, side="right").sum()) - bar.n)
+
+        infos = play_together([agents[label].model for label in labels], 0, progress=moved, **env)
+        played.update({label: _records(label, agents[label], [info], "the whole split")
+                       for label, info in zip(labels, infos, strict=True)})
+    bar.close()
+    return pd.concat(recs + [r for label in agents for r in played[label]], ignore_index=True)
+
+
+def _same_environments(agents: dict[str, Agent], machine: machines.Machine, trace: pd.DataFrame, length: int,
+                       split: str) -> list[tuple[list[str], dict[str, Any]]]:
+    """The agents grouped by the environment they play in (a run's networks share one), in order of appearance."""
+    groups: list[tuple[list[str], dict[str, Any]]] = []
     for label, agent in agents.items():
-        recs += [r.assign(backfill=agent.backfill)
-                 for r in run_agent(agent, label, real, machine, [0], len(part), split)]
-    return pd.concat(recs, ignore_index=True)
+        env = _env_of(agent, machine, trace, length, split)
+        same = next((g for g in groups if _same(g[1], env)), None)
+        if same is None:
+            groups.append(([label], env))
+        else:
+            same[0].append(label)
+    return groups
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two environments' arguments are the same (the workload compared by identity)."""
+    return a.keys() == b.keys() and all(a[k] is b[k] if k == "workload" else a[k] == b[k] for k in a)
 
 
 def evaluate_on_test(trace: str, agents: dict[str, Any], windows: int = 20, length: int = 1024,

@@ -331,7 +331,8 @@ def catalog_table(root: Path = ROOT) -> str:
                      "requested times": yes(info.requested_times), "waits": yes(info.wait_times),
                      "users": yes(info.user_ids),
                      "suite": "yes" if log["status"] == "suite" else f"no: {log['reason']}",
-                     "test windows": int(log["windows"]), "notes": info.notes})
+                     "test windows": int(log["windows"]),
+                     "notes": "; ".join(n for n in (info.notes, info.cleaning and f"dropped: {info.cleaning}") if n)})
     about = json.loads((bench_folder(root=root) / "bench.json").read_text())
     return (tables.markdown(pd.DataFrame(rows)) + f"\n\nSuite status as measured by `{about['command']}` "
             f"({about['date']}): a log enters the suite when FCFS+EASY's mean bsld over its disjoint test windows "

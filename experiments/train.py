@@ -38,7 +38,7 @@ import time
 
 from experiments import arguments, runs
 from experiments.training.flags import Args, check_args, recipe_of
-from hpcgym import cli
+from hpcgym import cli, jit
 
 __all__ = ["Args", "check_args", "main", "parse_args", "parser", "recipe_of"]
 
@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     recipe, started = args.recipe, time.time()
+    if not jit.compiled():  # a fresh clone: the compiler's ~1 GB stays in a child process, not in this one
+        print("compiling the simulator's kernels in a separate process (once per version of them)", flush=True)
+        jit.compile_apart()
     if args.seeds:
         from experiments import seeds
 

@@ -136,7 +136,8 @@ class SchedulingEnv(gym.Env):
     ``-log(mean)``, whose scale does not swing by 100x between a quiet and a busy window. With ``baseline`` (a
     heuristic run on the same window and backfill mode) it is relative: ``(b - agent) / b``, or
     ``log(b) - log(agent)`` with ``reward="log"`` (:mod:`hpcgym.rewards` has the table).
-    ``reward="counterfactual"`` (with a baseline on the environment's predictor) gives each decision its share of
+    ``reward="counterfactual"`` (with a baseline; without a ``predictor`` given, the environment takes the baseline's,
+    which its ``str`` then names: ``predictor="median5"`` for ``tuned`` on SDSC-SP2) gives each decision its share of
     that relative reward: ``(V(s_t) - V(s_{t+1})) / V(s_0)``, ``V(s)`` being the window's objective if the baseline
     took over at ``s`` (a fork of the simulator, :mod:`hpcgym.sim.fork`). The credits sum to ``(b - agent) / b``;
     a decision on which the agent does what the baseline would (with ``order`` the baseline) gets 0. The final
@@ -226,6 +227,11 @@ class SchedulingEnv(gym.Env):
             raise ValueError(f"features must be one of {sorted(observation.WIDTH)}, not {features!r}")
         self.features = features
         self.trace = _trace_name(workload)  #: the trace the workload names (a bare ``learned`` reads its model)
+        self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline, self.trace, backfill)
+        #: where the predictor comes from: "" (as given, or the id's), or why another was taken
+        self.predictor_source = ""
+        if reward == "counterfactual":
+            predictor, self.predictor_source = _counterfactual_predictor(predictor, self.baseline, self.trace)
         self.predictor = predict.get(predictor, trace=self.trace)
         if features == "v2" and self.predictor.code != predict.LEARNED:
             raise ValueError("features='v2' describes the learned runtime predictor's history: pass "
@@ -239,7 +245,6 @@ class SchedulingEnv(gym.Env):
         self.backfill, self.kill_at_walltime, self.render_mode = backfill, kill_at_walltime, render_mode
         self.reward_kind = reward
         self.order: PriorityPolicy = FCFS_ORDER if order is None else resolve(order, self.trace, backfill)
-        self.baseline: PriorityPolicy | None = None if baseline is None else resolve(baseline, self.trace, backfill)
         if isinstance(compare_with, (str, PriorityPolicy)):  # one heuristic, not a sequence of letters
             compare_with = (compare_with,)
         self.compare_with: tuple[PriorityPolicy, ...] = tuple(resolve(p, self.trace, backfill) for p in compare_with)
@@ -287,6 +292,13 @@ class SchedulingEnv(gym.Env):
         same_order = self.order == base and self.order.key == base.key and base.scan is None
         return rewards.Counterfactual(base, self.objective, self.backfill, self.machine.nodes,
                                       shortcut=same_order and self.action == "pick")
+
+    def __str__(self) -> str:
+        """Gymnasium's ``<SchedulingEnv<id>>``, and the predictor when not the one given (``predictor_source``)."""
+        text = super().__str__()
+        if not self.predictor_source:
+            return text
+        return f"{text[:-1]} predictor={self.predictor.name}: {self.predictor_source}>"
 
     def _simulator(self, observer: Observer) -> Simulator:
         return Simulator(self.machine.nodes, self.backfill, self.order, self.kill_at_walltime, self.predictor,
@@ -520,6 +532,25 @@ def longest_walltime(jobs: pd.DataFrame) -> float:
     return float(max(jobs["walltime"].max(), 60))
 
 
+def _counterfactual_predictor(predictor: Any, baseline: PriorityPolicy | None, trace: str | None) -> tuple[Any, str]:
+    """The predictor of a ``reward="counterfactual"`` environment, and why when it is not ``predictor``.
+
+    Its forks finish the window under the baseline on the environment's estimates, so the two must read one
+    predictor. A predictor the user gave stays (a different one is refused later, naming the baseline's); none, or
+    the one an id supplies (:class:`hpcgym.sim.predict.IdDefault`), becomes the baseline's, unless that one is
+    clairvoyant (an environment never shows the agent the jobs' runtimes).
+    """
+    given = predictor is not None and not isinstance(predictor, predict.IdDefault)
+    if baseline is None or given:
+        return predictor, ""
+    theirs = predict.get(baseline.predictor, trace=trace)
+    if theirs.clairvoyant or theirs == predict.get(predictor, trace=trace):
+        return predictor, ""
+    was = f"the id's {predictor}" if predictor is not None else "the walltimes when none is given"
+    return baseline.predictor, (f"the baseline {baseline.name}'s, since reward='counterfactual' forks on the "
+                                f"baseline's estimates (instead of {was}; pass predictor= to choose)")
+
+
 def _trace_name(workload: Any) -> str | None:
     """The trace a workload argument names, for a bare ``predictor="learned"`` (its model is that trace's)."""
     if isinstance(workload, str):
@@ -529,12 +560,20 @@ def _trace_name(workload: Any) -> str | None:
 
 
 def episode_info(result: rewards.EpisodeResult, window_start: int) -> dict[str, Any]:
-    """The keys an episode's last ``info`` adds (see the class docstring)."""
-    info = {"metrics": result.metrics, "records": result.records, "window_start": np.int64(window_start),
-            "compare": result.compare}
+    """The keys an episode's last ``info`` adds (see the class docstring), every value a numpy scalar or array.
+
+    Clients that turn infos into tensors (TorchRL) need a dtype: a Python float has none (``np.float64`` is still a
+    ``float`` to everyone else).
+    """
+    info = {"metrics": _numpy(result.metrics), "records": result.records, "window_start": np.int64(window_start),
+            "compare": _numpy(result.compare)}
     if result.baseline is not None:  # only when set: a None has no dtype for clients that make tensors of infos
-        info["baseline"] = result.baseline
+        info["baseline"] = np.float64(result.baseline)
     return info
+
+
+def _numpy(values: dict[str, float]) -> dict[str, np.float64]:
+    return {k: np.float64(v) for k, v in values.items()}
 
 
 def heuristic_action(env: gym.Env, policy: PriorityPolicy) -> int:

@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from hpcgym.errors import UnknownNameError
+from hpcgym.sim.predict import IdDefault
 
 NAMESPACE = "hpcgym"
 
@@ -36,8 +37,9 @@ ENVS: dict[str, tuple[str, str]] = {
     "lublin-256-v0": ("lublin-256", "lublin-256"),
     "mira-v0": ("mira", "mira"),
 }
-#: What a ``-predict`` id adds to its plain id's keyword arguments.
-PREDICT_KWARGS = {"predictor": "last2", "features": "v1"}
+#: What a ``-predict`` id adds to its plain id's keyword arguments (its predictor is the id's: a counterfactual
+#: reward's baseline replaces it, see :class:`hpcgym.sim.predict.IdDefault`).
+PREDICT_KWARGS = {"predictor": IdDefault("last2"), "features": "v1"}
 V1_KWARGS = PREDICT_KWARGS  # its name when those ids were ``-v1``
 ENVS.update({name.replace("-v0", "-predict-v0"): spec for name, spec in list(ENVS.items())})
 #: Ids of earlier releases -> the id they name now (both work; see the module docstring).

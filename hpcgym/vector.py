@@ -155,6 +155,13 @@ class SchedulingVectorEnv(gym.vector.VectorEnv):
                          _final_info=terminated.copy())
         return self._obs.copy(), reward, terminated, np.zeros(self.num_envs, bool), infos
 
+    def _add_info(self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int) -> dict[str, Any]:
+        """Gymnasium's, but a numpy boolean (``window_done``) batches as a bool array, not Gymnasium's object array."""
+        for key, value in env_info.items():
+            if isinstance(value, np.bool_) and key not in vector_infos:
+                vector_infos[key] = np.zeros(self.num_envs, bool)
+        return super()._add_info(vector_infos, env_info, env_num)
+
     def action_masks(self) -> np.ndarray:
         """Valid slots of every copy, ``(num_envs, slots)``."""
         return self._mask.copy()

@@ -142,8 +142,27 @@ def test_single_and_vector_envs_give_the_same_credits(order):
 def test_counterfactual_needs_a_baseline_on_the_environment_estimates():
     with pytest.raises(ValueError, match="baseline"):
         toy_env(backfill="easy", reward="counterfactual")
-    with pytest.raises(ValueError, match="predictor"):
-        toy_env(backfill="easy", baseline="sjf-last2", reward="counterfactual")
+    with pytest.raises(ValueError, match="pass predictor='last2'"):  # a predictor given that is not the baseline's
+        toy_env(backfill="easy", baseline="sjf-last2", reward="counterfactual", predictor="median5")
+    env = toy_env(backfill="easy", baseline="sjf-last2", reward="counterfactual")  # none given: the baseline's
+    assert env.predictor.name == "last2" and "baseline sjf-last2's" in env.predictor_source
+    with pytest.raises(ValueError, match="predictor"):  # a clairvoyant baseline's predictor is never the env's
+        toy_env(backfill="easy", baseline="saf@exact", reward="counterfactual")
+
+
+def test_a_counterfactual_tuned_baseline_takes_its_predictor_on_the_predict_id():
+    """Issue 55, item 4: ``tuned`` on SDSC-SP2 reads median5; the id's last2 gives way, and the env's str says so."""
+    import hpcgym
+
+    env = hpcgym.make("sdsc-sp2-v1", reward="counterfactual", baseline="tuned")
+    assert env.unwrapped.predictor.name == "median5" == env.unwrapped.baseline.predictor
+    assert "predictor=median5: the baseline tuned's" in str(env) and "the id's last2" in str(env)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (129, 12)
+    assert hpcgym.make("sdsc-sp2-v1").unwrapped.predictor.name == "last2"  # without the reward, the id's predictor
+    assert "predictor=" not in str(hpcgym.make("sdsc-sp2-v1"))
+    with pytest.raises(ValueError, match="pass predictor='median5'"):  # given and different: refused
+        hpcgym.make("sdsc-sp2-v1", reward="counterfactual", baseline="tuned", predictor="last2")
 
 
 def test_without_a_critic_gae_lambda_0_makes_each_decision_its_own_credit():

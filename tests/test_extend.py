@@ -147,15 +147,41 @@ def test_a_package_generator_fits_and_samples_by_name(site, tmp_path):
     assert len(sample) == 200 and set(map(tuple, sample[["nodes", "run", "walltime"]].to_numpy())) <= shapes
 
 
-def test_evaluate_plays_a_users_agent_next_to_the_heuristics(site, tmp_path):
-    """The example agent (biggest job first, through the environment) and the example heuristic (the same rule, in
-    the simulator's compiled loop) must schedule every window alike: two implementations of one rule."""
-    tool(site, tmp_path, "experiments.evaluate", "--agent", "biggest=hpcgym_example_plugin.agent:BiggestFirst",
-         "--trace", "lublin-256", "--windows", "4", "--window", "64", "--out", "eval")
-    per_window = pd.read_csv(tmp_path / "eval" / "per_window.csv")
+def _agent_commands() -> list[list[str]]:
+    """The ``experiments.evaluate --agent`` commands of docs/extend.md's agent section, as written."""
+    text = (REPO / "docs" / "extend.md").read_text()
+    section = text[text.index("## An agent of your own"):text.index("## The environments from your own code")]
+    block = re.findall(r"```bash\n(.*?)```", section, flags=re.S)[-1]
+    return [line.split()[2:] for line in block.strip().splitlines()]  # after "python -m"
+
+
+def _longest_queue(rec: pd.DataFrame) -> int:
+    """The most jobs waiting at once in a window's records (submitted, not started), counted at each submit."""
+    submit, start = rec["submit"].to_numpy(), rec["start"].to_numpy()
+    return max(int(((submit <= t) & (start > t)).sum()) for t in submit)
+
+
+def test_the_guides_agent_commands_say_what_they_measure(site, tmp_path):
+    """The example agent (biggest job first, through the environment's 128 slots) and the example heuristic (the same
+    rule, in the simulator's compiled loop, over the whole queue): docs/extend.md's two commands, run as written."""
+    default, small = _agent_commands()
+    assert default == ["experiments.evaluate", "--agent", "biggest=hpcgym_example_plugin.agent:BiggestFirst",
+                       "--trace", "lublin-256"]
+    tool(site, tmp_path, *default)
+    per_window, per_job = (pd.read_csv(tmp_path / "eval" / f) for f in ("per_window.csv", "per_job.csv"))
+    mean = per_window.groupby("scheduler")["bsld"].mean()
+    text = (REPO / "docs" / "extend.md").read_text()
+    assert f"{mean['biggest']:,.2f} for `biggest` against {mean['bigfirst+none']:,.2f} for `bigfirst+none`" in text
+    for w, rec in per_job.groupby("window"):
+        agent, rule = (per_window.query(f"scheduler == '{s}' and window == {w}")["bsld"].iat[0]
+                       for s in ("biggest", "bigfirst+none"))
+        if not np.isclose(agent, rule, rtol=1e-12):  # a window where they differ queued more than the 128 slots
+            assert _longest_queue(rec[rec["scheduler"] == "bigfirst+none"]) > 128, w
+    tool(site, tmp_path, *small)
+    per_window = pd.read_csv(tmp_path / "eval-128" / "per_window.csv")
     agent = per_window[per_window["scheduler"] == "biggest"].sort_values("window")
     rule = per_window[per_window["scheduler"] == "bigfirst+none"].sort_values("window")
-    assert len(agent) == len(rule) == 4 and (agent["kind"] == "agent").all()
+    assert len(agent) == len(rule) == 20 and (agent["kind"] == "agent").all()
     np.testing.assert_allclose(agent["bsld"].to_numpy(), rule["bsld"].to_numpy(), rtol=1e-12)
     fcfs = per_window[per_window["scheduler"] == "fcfs+none"].sort_values("window")
     assert not np.allclose(rule["bsld"].to_numpy(), fcfs["bsld"].to_numpy())  # the windows tell the rules apart

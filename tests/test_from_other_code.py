@@ -163,3 +163,54 @@ def test_torchrl_wraps_the_env_and_plays_only_masked_actions(num_envs):
     assert steps["next", "invalid_actions"].max().item() == 0  # every sampled action was inside the mask
     chosen = steps["action"].reshape(-1, 8).argmax(-1) if steps["action"].shape[-1] == 8 else steps["action"].flatten()
     assert steps["action_mask"].reshape(-1, 8)[torch.arange(len(chosen)), chosen].all()
+
+
+def _leaves(info: dict, prefix: str = ""):
+    for key, value in info.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield prefix + key, value
+
+
+def test_final_infos_hold_numpy_values_of_a_numeric_or_boolean_dtype():
+    """A final info, single or batched, is numpy scalars and arrays with a dtype TorchRL can make a tensor of: the
+    single env's ``baseline``, ``metrics`` and ``compare`` were Python floats, the vector env's ``done`` and
+    ``window_done`` object arrays."""
+    kwargs = dict(window=16, baseline="fcfs", compare_with=("fcfs", "sjf"))
+    env = hpcgym.make("lublin-256-v0", **kwargs)
+    env.reset(seed=0)
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = env.step(0)
+    odd = [k for k, v in _leaves(info) if not isinstance(v, (np.generic, np.ndarray))]
+    assert odd == [] and isinstance(info["baseline"], np.float64)
+    envs = hpcgym.make_vec("lublin-256-v0", num_envs=3, **kwargs)
+    envs.reset(seed=0)
+    for _ in range(500):
+        _, _, terminated, _, infos = envs.step(np.zeros(3, np.int64))
+        if terminated.any():
+            break
+    final = dict(_leaves(infos["final_info"]))
+    assert final["window_done"].dtype == final["done"].dtype == bool
+    assert final["window_done"][infos["_final_info"]].all()
+    assert [k for k, v in final.items() if v.dtype == object] == []
+
+
+def test_the_guides_torchrl_block_runs_and_names_the_error_without_the_reader():
+    """docs/extend.md's TorchRL block, run as written, masks every action; without its reader line, ActionMask fails
+    with the bare error the guide quotes (so the guide names what to add)."""
+    pytest.importorskip("torchrl", reason="TorchRL is not installed (pip install 'hpcgym[torchrl]')")
+    text = (REPO / "docs" / "extend.md").read_text()
+    block = text.split("TorchRL with the mask, in full", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(block, "docs/extend.md", "exec"), scope)  # noqa: S102 - the guide's own code
+    steps = scope["steps"]
+    chosen = steps["action"].argmax(-1)
+    assert len(chosen) == 100 and steps["action_mask"][range(len(chosen)), chosen].all()
+    quoted = "AttributeError: 'NoneType' object has no attribute 'to'"
+    assert quoted in text
+    without = "\n".join(line for line in block.splitlines() if "set_info_dict_reader" not in line)
+    with pytest.raises(AttributeError) as exc:
+        exec(compile(without, "docs/extend.md", "exec"), {})  # noqa: S102
+    assert f"AttributeError: {exc.value}" == quoted

@@ -144,3 +144,80 @@ def test_the_summary_resamples_jobs_and_keeps_the_windows_point_ratio():
     np.testing.assert_allclose(by_jobs["vs_reference"], by_windows.loc[by_jobs.index, "vs_reference"], rtol=1e-9)
     assert (by_jobs["vs_reference_low"] <= by_jobs["vs_reference"]).all()
     assert (by_jobs["vs_reference"] <= by_jobs["vs_reference_high"]).all()
+
+
+# ---- issue 55, item 3: the stream's cost, said before it starts, and spent once per step for a run's networks ------
+
+def _scorers(n: int):
+    from sb3_contrib import MaskablePPO
+
+    import hpcgym
+    from agents.policies import ScorerPolicy
+
+    return [MaskablePPO(ScorerPolicy, hpcgym.make("lublin-256-v0", backfill="easy"), seed=s, device="cpu",
+                        policy_kwargs={"ranks": (2, 3, 5)}) for s in range(n)]
+
+
+def test_a_runs_networks_play_the_stream_together_as_each_would_alone(lublin, monkeypatch):
+    """Three networks in one environment: each network's records are those of its stream played alone through SB3's
+    predict (f3bee14's way), and the environment steps once per step of the longest episode, not once per decision
+    of each network."""
+    from agents import rollout
+    from hpcgym.vector import SchedulingVectorEnv
+
+    real, machine, test = lublin
+    models = _scorers(3)
+    agents = {f"net{i}": Agent(m, backfill="easy") for i, m in enumerate(models)}
+    alone = {}
+    for label, m in zip(agents, models, strict=True):  # one at a time, each asked through its own predict
+        wrapped = type("Asked", (), {"predict": lambda self, o, action_masks=None, deterministic=True, m=m:
+                                     m.predict(o, action_masks=action_masks, deterministic=deterministic)})()
+        alone[label] = rollout.play_windows(wrapped, [0], machine=machine, workload=real, backfill="easy",
+                                            window=len(test), split="test")[0]
+    steps = []
+    step = SchedulingVectorEnv.step
+    monkeypatch.setattr(SchedulingVectorEnv, "step", lambda self, a: steps.append(len(a)) or step(self, a))
+    per_job = evaluation.run_stream(real, test, machine, agents)
+    assert set(steps) == {3}  # one step serves the three networks
+    assert len(steps) == max(int(info["decisions"]) for info in alone.values()) < sum(
+        int(info["decisions"]) for info in alone.values())
+    for label, info in alone.items():
+        mine = per_job[per_job["scheduler"] == label]
+        np.testing.assert_array_equal(mine["start"].to_numpy(), info["records"]["start"])
+        np.testing.assert_array_equal(mine["job_id"].to_numpy(), info["records"]["job_id"])
+
+
+def test_the_lean_chooser_is_predicts_choice_without_predict(lublin, monkeypatch):
+    from agents.rollout import chooser
+    from hpcgym.vector import SchedulingVectorEnv
+
+    real, machine, _ = lublin
+    model = _scorers(1)[0]
+    venv = SchedulingVectorEnv(num_envs=8, machine=machine, workload=real, backfill="easy", window=256,
+                               split="test")
+    obs, _ = venv.reset(seed=3)
+    expected = [model.predict(obs, action_masks=venv.action_masks(), deterministic=True)[0]]
+    choose = chooser(model)
+    monkeypatch.setattr(type(model), "predict", lambda *a, **k: pytest.fail("predict was called"))
+    got = [choose(obs, venv.action_masks())]
+    np.testing.assert_array_equal(got[0], expected[0])
+
+
+def test_the_expected_time_is_said_before_the_stream_and_its_bar_covers_it(lublin, capsys):
+    real, machine, test = lublin
+    agents = {"first": Agent(FirstSlot(), backfill="easy"), "second": Agent(FirstSlot(), backfill="easy")}
+    evaluation.evaluate_split(real, test, "test", agents, [0, 500], 128, progress=True, whole=True)
+    out, err = capsys.readouterr()
+    said = [line for line in out.splitlines() if line.startswith("whole split:")]
+    assert len(said) == 1 and f"{len(test):,} jobs as one episode for 2 networks, about " in said[0]
+    assert "--no-whole-split skips it" in said[0]
+    bar = [part for part in err.replace("\r", "\n").splitlines() if part.startswith("whole split:")]
+    assert bar and f"{2 * len(test)}/{2 * len(test)}" in bar[-1]  # every job of both streams arrived
+
+
+def test_the_stream_estimate_scales_the_windows_time():
+    # 20 windows of 1,024 jobs took 30 s: two batches of 16, so a batch of 1,024 decisions took 15 s; a stream of
+    # 16,210 jobs takes about 16,210 / 1,024 x 15 s = 237 s, 4 min
+    note = evaluation.stream_note(16_210, 3, 30.0, 20, 1024)
+    assert note.startswith("whole split: 16,210 jobs as one episode for 3 networks, about 4 min")
+    assert "about 47 s" in evaluation.stream_note(16_210, 1, 3.0, 2, 1024)  # one batch: 16,210 / 1,024 x 3 s

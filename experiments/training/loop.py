@@ -11,6 +11,8 @@ uninterrupted run would have gone on (``--resume``; :mod:`agents.resume`).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import gc
 import json
 import shutil
 import signal
@@ -253,11 +255,23 @@ def train_and_evaluate(recipe: Recipe) -> tuple[Path, pd.DataFrame | None]:
     run = recipe.run
     if run.eval_windows <= 0:
         return run_dir, None
+    release_memory()  # training's objects are gone, but their pages stay with the process until trimmed
     folder = runs.RunFolder(run_dir)
     table = evaluate.evaluate_run(folder, recipe.source.trace, recipe.source.read_kwargs(), run.eval_windows,
                                   run.eval_length, progress=not run.quiet, whole=not run.no_whole_split)
     table.attrs["verdict"] = verdict.save(folder, table)  # eval/verdict.json, and the first line of summary.md
     return run_dir, table
+
+
+def release_memory() -> None:
+    """Collect garbage, then give the heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere a no-op).
+
+    Training leaves many small objects freed in the heap between live ones; the process keeps those pages (the quick
+    start's evaluation started about 100 MB higher without this).
+    """
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def train_and_evaluate_folder(recipe: Recipe) -> str:

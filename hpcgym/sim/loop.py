@@ -148,7 +148,7 @@ def _choice(t, code, mode, sc, q, cand, first, begin, heap, rs, submit, hold, wa
     return _step_choice(mode, sc, q, nodes)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)  # not inlined: each kernel that calls it would compile a copy (numba held ~0.9 GB doing so)
 def advance(jobs, st, code, mode, chosen, external):  # pragma: no cover - compiled
     """The event loop. Apply ``chosen`` (step mode; -1: none), then run until a decision is due or all is done.
 

@@ -110,6 +110,16 @@ EXACT_PREDICTOR = Predictor("exact", EXACT, description="the job's own runtime (
 PREDICTORS: dict[str, Predictor] = {p.name: p for p in (WALLTIME_PREDICTOR, LAST2, MEDIAN5, EXACT_PREDICTOR)}
 
 
+class IdDefault(str):
+    """A predictor name an environment id supplies (the ``-predict`` ids' ``last2``), not one the user gave.
+
+    It is the name itself everywhere; an environment with ``reward="counterfactual"`` replaces it (as it replaces
+    no predictor) with its baseline's, where a predictor the user gave must match the baseline's.
+    """
+
+    __slots__ = ()
+
+
 LEARNED_NAME = "learned"
 #: Where ``learned:NAME`` looks for the model fitted for trace ``NAME``: here first (``baselines.learned`` writes
 #: there by default), then the bundled fits.

@@ -51,6 +51,8 @@ def _lines(attrs: dict, mach: machines.Machine, n: int, span: int, load: float, 
     start = attrs.get("unix_start_time", 0)
     return {
         "trace": attrs.get("name", "?"),
+        **({"catalogued as": f"{attrs['catalog']}: the bundled trace's file, read with its catalog entry"}
+           if attrs.get("catalog") and attrs.get("source") != str(traces.path_of(attrs["catalog"])) else {}),
         "machine": f"{mach.name} ({mach.nodes:,} nodes x {mach.cores_per_node} cores)",
         "jobs": n,
         "span": f"{span / 86400:.1f} days" + (f" from {pd.Timestamp(start, unit='s')} UTC" if start else ""),
@@ -60,7 +62,7 @@ def _lines(attrs: dict, mach: machines.Machine, n: int, span: int, load: float, 
         "nodes (median / max)": f"{nodes[0]} / {nodes[1]}",
         "runtime median (s)": run,
         "walltime known": f"{known:.1%}",
-        "invalid jobs dropped": attrs.get("invalid") or "none",
+        "invalid jobs dropped": _dropped(attrs),
         "values rounded": attrs.get("repaired") or "none",
     } | _duplicates(attrs) | _machine_note(attrs, mach)
 
@@ -129,6 +131,15 @@ def _median(values: np.ndarray, counts: np.ndarray) -> float:
     return (float(low) + float(high)) / 2
 
 
+def _dropped(attrs: dict) -> str:
+    """The invalid jobs dropped, by reason, and whether they are the catalog's known cleaning of the trace."""
+    counts = attrs.get("invalid") or {}
+    if not counts:
+        return "none"
+    note = traces.known_cleaning(attrs)
+    return f"{counts}: {note}" if note else str(counts)
+
+
 def _duplicates(attrs: dict) -> dict[str, object]:
     """A "duplicate job ids" line when some jobs share an id (the reader kept them)."""
     count = attrs.get("duplicate_ids") or 0
@@ -136,15 +147,19 @@ def _duplicates(attrs: dict) -> dict[str, object]:
 
 
 def _machine_note(attrs: dict, mach: machines.Machine) -> dict[str, object]:
-    """A "machine note" line when the reader sized the machine from the jobs, or mixed SWF node sizes were mapped.
+    """A "machine note" line when the reader sized the machine from the jobs, or took it from an SWF header.
 
-    The first is a Slurm or PBS log read without ``--machine``; the second, an SWF header's machine whose
-    ``MaxProcs`` is not a multiple of ``MaxNodes``.
+    The first is a Slurm or PBS log read without ``--machine``; the second an SWF file that is no bundled trace's
+    (:func:`hpcgym.traces.recognise`), which says why, and how mixed node sizes were mapped when its ``MaxProcs`` is
+    not a multiple of ``MaxNodes``.
     """
     if attrs.get("machine_note"):
         return {"machine note": attrs["machine_note"]}
+    if mach.source != "SWF header":
+        return {}
     note = machines.mixed_node_note(attrs.get("header"))
-    return {"machine note": note} if note and mach.source == "SWF header" else {}
+    return {"machine note": note or "from the file's header (MaxNodes, MaxProcs): no bundled trace has this file's "
+            "content; pass --machine to map it onto another machine"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,7 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "list":
         for name, t in traces.BUNDLED.items():
-            print(f"{name:16} {t.machine:11} {t.description}  [{t.citation}]")
+            dropped = ", ".join(f"{n:,} {r}" for r, n in (t.dropped or {}).items())
+            cleaning = f" Dropped on reading: {dropped} ({t.cleaning})." if dropped else ""
+            print(f"{name:16} {t.machine:11} {t.description}.{cleaning}  [{t.citation}]")
         return 0
     for key, value in _info(args).items():
         print(f"{key:22} {value}")

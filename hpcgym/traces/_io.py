@@ -10,9 +10,10 @@ A reader (SWF, ALCF, Mustang, generic CSV, and any new one) turns its file into 
   makes its job invalid with its own reason (``"submit out of range"``, ``"run out of range"``,
   ``"walltime out of range"``), counted beside the reasons of :data:`hpcgym.jobs.INVALID_REASONS`, and with
   ``on_invalid="error"`` raised as ``job <id>: run out of range: '1e30', expected at most 2147483647 s``. So does a
-  submit time before 1973 in a file whose times are Unix times. A negative submit time is the usual "unknown"
-  (reason ``"submit unknown"``). Ids and counts beyond :data:`MAX_EXACT` (:func:`exact_dtype`, :func:`exact_ints`)
-  are a format error.
+  submit time before 1973 in a file whose times are Unix times (:func:`unix_times` tells them from relative times,
+  which stay relative whatever their span: no guess drops a large part of a log). A negative submit time is the
+  usual "unknown" (reason ``"submit unknown"``). Ids and counts beyond :data:`MAX_EXACT` (:func:`exact_dtype`,
+  :func:`exact_ints`) are a format error.
 - **The rounding policy** (:class:`Rounding`, the readers' ``round=`` and the CLIs' ``--round``): what to do with a
   value that should be a whole number and is not. Counts (``nodes``, ``procs``) must be whole unless ``round=``
   names them; times have the canonical table's defaults (runtimes and walltimes round up, submit times down), which
@@ -42,6 +43,7 @@ import pandas as pd
 from hpcgym import jobs
 from hpcgym.errors import InvalidJobError, TraceFormatError, warn
 from hpcgym.io import write_bytes
+from hpcgym.traces import known
 
 #: The largest submit time accepted (seconds; as a Unix time, the year 2106).
 MAX_TIMESTAMP = 2**32
@@ -155,13 +157,16 @@ def seconds(values: np.ndarray, column: str, field: str,
 
 
 def submit_column(values: np.ndarray, text: np.ndarray | Callable[[int], str], field: str, rebase: bool = True,
-                  unix: bool | None = None) -> tuple[np.ndarray, int, Flag]:
+                  unix: bool | None = None, path: str | Path = "") -> tuple[np.ndarray, int, Flag]:
     """Submit times (float64 seconds, whole) -> (int64 seconds, the start, the range :class:`Flag`).
 
     Negative times are unknown (-1, reason ``"submit unknown"``). Times above :data:`MAX_TIMESTAMP`, and times
-    before 1973 among Unix times, are out of range: flagged, held as 0. ``unix=None`` takes the times as Unix times
-    when their median is one. Unix times are rebased to the first (the start); relative times are rebased only with
-    ``rebase`` (the start is then the first), else kept (the start is 0).
+    before 1973 among Unix times, are out of range: flagged, held as 0. ``unix=None`` tells Unix times from relative
+    ones by :func:`unix_times`. Unix times are rebased to the first (the start); relative times are rebased only
+    with ``rebase`` (the start is then the first), else kept (the start is 0).
+
+    Raises:
+        TraceFormatError: ``unix=None`` and the times cannot be placed (see :func:`unix_times`), naming ``path``.
     """
     known = values >= 0
     flag = range_flag(values, "submit", field, text)
@@ -169,7 +174,7 @@ def submit_column(values: np.ndarray, text: np.ndarray | Callable[[int], str], f
     fine = known & ~over
     limit = flag.limit
     if unix is None:
-        unix = bool(fine.any()) and float(np.median(values[fine])) > EPOCH_THRESHOLD
+        unix = unix_times(values, fine, path, field)
     if unix:
         early = fine & (values < EPOCH_THRESHOLD)
         over = over | early
@@ -178,6 +183,49 @@ def submit_column(values: np.ndarray, text: np.ndarray | Callable[[int], str], f
     start = int(values[fine].min()) if fine.any() and (rebase or unix) else 0
     rel = np.where(fine, values - start, np.where(known, 0, -1)).astype(np.int64)
     return rel, start, Flag(flag.reason, field, over, text, limit)
+
+
+#: Relative times run on without a break: a gap this long (a year) between the times below
+#: :data:`EPOCH_THRESHOLD` and those above it parts two kinds of times (Unix ones and strays near 0).
+EPOCH_GAP = 365 * 86400
+#: Below a gap, the times under the threshold are strays among Unix times (dropped as out of range) when they are at
+#: most this share of the known times (or a single job); more of them and the file cannot be placed in time.
+STRAY_SHARE = 0.05
+
+
+def unix_times(values: np.ndarray, fine: np.ndarray, path: str | Path = "", field: str = "submit") -> bool:
+    """Whether submit times (``values`` where ``fine``: known and in range) are Unix times rather than relative ones.
+
+    Relative times are relative whatever their span: a log of years may pass :data:`EPOCH_THRESHOLD` (1e8 s, about
+    3.2 years). So the times are Unix times when all are above the threshold, and relative when some are below it
+    and the times run on across it (no gap of :data:`EPOCH_GAP`). Below such a gap they are Unix times with a few
+    strays near 0 (a corrupt or zeroed field, dropped as out of range) when the strays are at most
+    :data:`STRAY_SHARE` of the times, and relative times when those above the gap are the few.
+
+    Raises:
+        TraceFormatError: a gap with many times on both sides: which are right cannot be told, and no guess may drop
+            a large part of a log. The message says how to mark the times.
+    """
+    times = values[fine]
+    low = times < EPOCH_THRESHOLD
+    n_low = int(low.sum())
+    if n_low == len(times):
+        return False
+    if not n_low:
+        return True
+    gap = float(times[~low].min() - times[low].max())
+    if gap < EPOCH_GAP:
+        return False
+    if n_low <= max(1, STRAY_SHARE * len(times)):
+        return True
+    n_high = len(times) - n_low
+    if n_high <= max(1, STRAY_SHARE * len(times)):
+        return False
+    first = pd.Timestamp(int(times[~low].min()), unit="s")
+    raise TraceFormatError(path, None, field, f"cannot place the submit times in time: {n_high:,} look like Unix "
+                           f"times (from {first:%Y-%m-%d}) and {n_low:,} lie below {EPOCH_THRESHOLD:,} s, "
+                           f"{gap / 86400:,.0f} days before them. Make them all one kind (for SWF, a UnixStartTime "
+                           "header line marks its times as relative)")
 
 
 def exact_dtype(low: float, high: float, values: np.ndarray, path: str | Path, field: str,
@@ -511,7 +559,8 @@ def invalid_policy(cols: dict[str, np.ndarray], max_nodes: int, on_invalid: str,
         f = [f for f in flags if f.mask.any()][int(reason[first])]
         raise InvalidJobError(file, ln, f.field, f"job {job}: {f.reason}: {f.shown(first)!r}, expected {f.limit}")
     counts = {names[i]: int(c) for i, c in enumerate(np.bincount(reason[bad], minlength=len(names))) if c}
-    jobs.warn_dropped(path, counts, len(reason))
+    if not known.is_expected(counts):  # the catalog's documented cleaning is no news
+        jobs.warn_dropped(path, counts, len(reason))
     return ~bad, counts
 
 

@@ -60,7 +60,7 @@ def read_alcf(
     src = CsvSource(path, REQUIRED, numeric=_NUMERIC, text=("new_status",))
     rounding = Rounding(round, path)
     submit, start, submit_flag = submit_column(src.whole("submit_time", "submit", rounding),
-                                               src.value_text("submit_time"), "submit_time")
+                                               src.value_text("submit_time"), "submit_time", path=path)
     run, run_flag = seconds(src.whole("run_time", "run", rounding), "run", "run_time", src.value_text("run_time"))
     wall, wall_flag = seconds(src.whole("wall_time", "walltime", rounding), "walltime", "wall_time",
                               src.value_text("wall_time"))

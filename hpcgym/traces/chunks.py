@@ -11,15 +11,16 @@ the whole table takes 1.9 GB). What differs from the whole read:
 - Unix submit times stay Unix times (the trace's first submit is known only at its end); a chunk's
   ``attrs["unix_start_time"]`` is the header's ``UnixStartTime``, or, for Unix times, the chunk's first submit
   (including those of jobs dropped as invalid, as the whole read counts it). Relative times are kept as read.
-- The first chunk decides whether submit times are Unix times (the whole read asks the median of the whole file),
-  and the header is parsed from the comment lines before the first chunk ends (SWF puts it at the top).
+- The first chunk decides whether submit times are Unix times (the whole read asks the whole file; both by
+  :func:`hpcgym.traces._io.unix_times`), and the header is parsed from the comment lines before the first chunk
+  ends (SWF puts it at the top).
 - One warning at the end counts every chunk's dropped jobs, repeated ids and non-standard status codes.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +105,9 @@ class _Totals:
         for code, n in codes.items():
             self.codes[code] = self.codes.get(code, 0) + n
 
-    def warn(self, path: str | Path) -> None:
+    def warn(self, path: str | Path, expected: Mapping[str, int] | None = None) -> None:
         notes = []
-        if self.dropped:
+        if self.dropped and self.dropped != (None if expected is None else dict(expected)):
             summary = ", ".join(f"{n} {r}" for r, n in self.dropped.items())
             notes.append(f"dropped {sum(self.dropped.values())} invalid jobs of {self.rows} ({summary}). "
                          'Pass on_invalid="error" to stop at the first one.')
@@ -122,12 +123,14 @@ class _Totals:
 
 def read_swf_chunks(path: str | Path, machine: str | Machine | None = None, on_invalid: jobs.OnInvalid = "drop",
                     name: str | None = None, round: str | dict[str, str] | None = None,  # noqa: A002
-                    on_duplicate: jobs.OnDuplicate = "warn", rows: int = ROWS) -> Iterator[pd.DataFrame]:
+                    on_duplicate: jobs.OnDuplicate = "warn", rows: int = ROWS,
+                    expected: Mapping[str, int] | None = None) -> Iterator[pd.DataFrame]:
     """Yield an SWF file's compact job tables, about ``rows`` data lines at a time (see the module docstring).
 
     The arguments are :func:`~hpcgym.traces.swf.read_swf`'s. Every chunk has the whole read's ``attrs``, for its
     own jobs (``invalid``, ``duplicate_ids``, ``repaired`` so far, ``status_codes``), plus ``first_row`` (the data
-    lines before it) and ``rows`` (its data lines, dropped jobs included).
+    lines before it) and ``rows`` (its data lines, dropped jobs included). ``expected``: the invalid-job counts the
+    catalog states for the file (:mod:`hpcgym.traces.known`); the end-of-file warning leaves out drops of exactly these.
 
     Raises:
         TraceFormatError: as :func:`~hpcgym.traces.swf.read_swf`, naming the file, line and field.
@@ -154,7 +157,7 @@ def read_swf_chunks(path: str | Path, machine: str | Machine | None = None, on_i
         totals.add(df, n, codes)
         offset += n
         yield df
-    totals.warn(path)
+    totals.warn(path, expected)
 
 
 def _chunk(path: str | Path, cols: Any, mach: Machine, header: dict[str, Any], unix: bool | None, offset: int,

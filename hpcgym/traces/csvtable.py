@@ -162,7 +162,7 @@ def _submit(src: CsvSource, cols: Mapping[str, str], rounding: Rounding):
     if "submit" in cols:
         col = cols["submit"]
         values = src.whole(col, "submit", rounding)
-        return submit_column(values, src.value_text(col), col, rebase=False)
+        return submit_column(values, src.value_text(col), col, rebase=False, path=src.path)
     col = cols["interarrival"]
     gaps = src.number(col, whole=False, limit=None)
     bad = (gaps < 0) | (gaps > MAX_DURATION)
@@ -171,7 +171,7 @@ def _submit(src: CsvSource, cols: Mapping[str, str], rounding: Rounding):
         raise TraceFormatError(src.path, src.line(row), col, f"inter-arrival time {src.value_text(col)(row)!r} is "
                                f"out of range (0 to {MAX_DURATION} s); every later job's submit time depends on it")
     submit = rounding.whole(np.cumsum(gaps), "submit", col, src.line, src.value_text(col))
-    return submit_column(submit, src.value_text(col), col, rebase=False)
+    return submit_column(submit, src.value_text(col), col, rebase=False, path=src.path)
 
 
 def read_csv_table(

@@ -208,7 +208,7 @@ def read_pbs(
     run = np.where(attrs["resources_used.walltime"] != "", used, np.nan_to_num(end - start, nan=-1)).astype(np.int64)
     wall, wall_flag = _seconds(locate, attrs["Resource_List.walltime"], "Resource_List.walltime", ran, rounding)
     nodes, procs = _size(locate, attrs, ran, rounding)
-    rel, unix_start, submit_flag = submit_column(np.nan_to_num(submit, nan=-1), created, "ctime")
+    rel, unix_start, submit_flag = submit_column(np.nan_to_num(submit, nan=-1), created, "ctime", path=path)
     values = {"job_id": job_id, "submit": rel, "run": run, "walltime": wall, "nodes": nodes, "procs": procs,
               "status": _status(locate, attrs["Exit_status"]),
               "wait": np.where(ran & np.isfinite(submit), start - submit, -1).astype(np.int64)}

@@ -281,7 +281,8 @@ def read_slurm(
              if "ncpus" in cols else np.full(len(raw), -1, np.int64))
     wall, wall_flag = _walltime(locate, raw, cols, ran, rounding)
     submit = rounding.whole(submit, "submit", cols["submit"], int, str)  # down unless the policy names submit
-    rel, unix_start, submit_flag = submit_column(submit, raw[cols["submit"]].to_numpy(), cols["submit"])
+    rel, unix_start, submit_flag = submit_column(submit, raw[cols["submit"]].to_numpy(), cols["submit"],
+                                                 path=path)
     status, odd_states = _status(state)
     values = {"job_id": _job_ids(locate, raw[ident], ident), "submit": rel, "run": run, "walltime": wall,
               "nodes": nodes, "procs": procs, "status": status,

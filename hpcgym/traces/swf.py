@@ -476,7 +476,8 @@ def read_swf(
 
     Returns:
         The job table, sorted by submit time. Absolute Unix submit times (``UnixStartTime`` 0 or absent) are
-        rebased to the first submit, which is kept in ``attrs["unix_start_time"]``. Status codes outside the SWF
+        rebased to the first submit, which is kept in ``attrs["unix_start_time"]``; relative times stay as they are,
+        whatever their span (:func:`hpcgym.traces._io.unix_times` tells the two apart). Status codes outside the SWF
         standard read as ``"unknown"`` and are counted in ``attrs["status_codes"]``; dropped jobs and such codes
         are counted in one warning.
 
@@ -515,14 +516,16 @@ def _table(path: str | Path, cols: _Columns, mach: Machine, unix_start: int, off
     """The reader's columns from the file's: (columns, range flags, Unix start).
 
     ``offset``: the data lines before ``cols``' first (in messages, the file is read again to find a row's text).
-    ``unix``: whether the submit times are Unix times (default: their median says, unless ``unix_start``).
+    ``unix``: whether the submit times are Unix times (default: :func:`hpcgym.traces._io.unix_times` says, unless
+    ``unix_start``).
     """
 
     def text(field: int):
         return lambda r: _row_token(path, offset + r, field)[1]
 
     unix = False if unix_start else unix
-    submit, first, submit_flag = submit_column(cols.pop("submit"), text(1), _field_name(1), rebase=False, unix=unix)
+    submit, first, submit_flag = submit_column(cols.pop("submit"), text(1), _field_name(1), rebase=False, unix=unix,
+                                               path=path)
     unix_start = unix_start or first
     run, wall = cols.pop("run"), cols.pop("wall")
     flags = [submit_flag, Flag("run out of range", _field_name(3), cols.pop("run_over"), text(3), LIMITS["run"][1]),
