@@ -30,10 +30,13 @@ PAGES = {"results": "docs/results.md",
          "predictions-short-jobs": "docs/predictions.md", "predictions-reestimate": "docs/predictions.md",
          "readme-bench": "README.md", "results-bench": "docs/results.md", "traces-catalog": "docs/traces.md",
          "predictions-bench": "docs/predictions.md", "bench-cost": "docs/bench.md", "readme-study": "README.md",
-         "study-suite": "docs/study.md", "study-correlation": "docs/study.md", "results-agents": "docs/results.md"}
+         "study-suite": "docs/study.md", "study-correlation": "docs/study.md", "results-agents": "docs/results.md",
+         "study-agents": "docs/study.md"}
 #: ``results/study_suite/``: what ``python -m experiments.study --suite`` wrote (``answer.csv``,
 #: ``fidelity_vs_usefulness.csv``, ``study.json``: the command, the day, the logs and the time)
 STUDY = "study_suite"
+#: ``results/study_suite_agents/``: the same command with ``--agents`` (``answer_agents.csv``, ``study.json``)
+STUDY_AGENTS = "study_suite_agents"
 #: ``results/bench/<name>/``: what ``python -m experiments.bench --out`` writes (``pooled.csv``, ``logs.csv``,
 #: ``bench.json``); ``suite`` is the leaderboard's run
 BENCH, SUITE = "bench", "suite"
@@ -365,6 +368,26 @@ def study_table(root: Path = ROOT, full: bool = False) -> str:
     return tables.markdown(shown, digits=3) + "\n\n" + note
 
 
+def study_agents_table(root: Path = ROOT) -> str:
+    """The suite study's RL answer: the residual agents trained on a generator's sample over those trained on real."""
+    folder = root / RESULTS / STUDY_AGENTS
+    table = pd.read_csv(folder / "answer_agents.csv")
+    about = json.loads((folder / "study.json").read_text())
+    shown = pd.DataFrame({
+        "learner": table["learner"], "trained on": table["source"], "seeds": table["seeds"],
+        "vs trained on real, this suite (95% CI)": [f"{r:.3f} ({lo:.3f}-{hi:.3f})" for r, lo, hi in
+                                                    table[["ratio", "lo", "hi"]].itertuples(index=False)],
+        "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
+        "seeds paired (median; worst)": [f"{m:.3f}; {w:.3f}" for m, w in
+                                         table[["median_seed", "worst_seed"]].itertuples(index=False)],
+        "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
+        "logs": table["logs"], "windows": table["windows"], "answer": table["answer"]})
+    note = (f"`{about['command']}` ({about['date']}; {about['logs']} logs; `results/study_suite_agents/`). Each "
+            "window's score is the mean over the seeds on each side; the seeds' own pooled ratios pair seed k with "
+            "real seed k. Noise floor: the real `tuned`'s, which the agents start from.")
+    return tables.markdown(shown, digits=3) + "\n\n" + note
+
+
 def correlation_table(root: Path = ROOT, top: int = 5) -> str:
     """Per learner, the fidelity metrics that best and worst predict usefulness (Spearman, with its CI)."""
     table = pd.read_csv(root / RESULTS / STUDY / "fidelity_vs_usefulness.csv")
@@ -405,6 +428,7 @@ def build(root: Path = ROOT) -> dict[str, str]:
             "predictions-bench": bench_table(bench_folder(root=root), PREDICTION_ROWS),
             "bench-cost": bench_cost_table(root),
             "readme-study": study_table(root), "study-suite": study_table(root, full=True),
+            "study-agents": study_agents_table(root),
             "study-correlation": correlation_table(root), "results-agents": agents_table(root)}
 
 
