@@ -356,7 +356,7 @@ def judge(args: Args, logs: Sequence[str], models: Sequence[str] = ()) -> pd.Dat
     settings = bench.Args(schedulers=schedulers, reference=references, traces=list(logs), model=list(models),
                           out=str(args.folder / "bench"), draws=args.draws, boot=args.boot, seed=args.fit_seed,
                           workers=args.workers, backend=args.backend, address=args.address,
-                          no_whole_split=args.no_whole_split, quiet=True)
+                          no_whole_split=args.no_whole_split)
     return bench.run(settings, "python -m experiments.study --suite (its bench stage)")
 
 
