@@ -342,22 +342,30 @@ def catalog_table(root: Path = ROOT) -> str:
             "is at least 1.1 (its windows queue; docs/bench.md).")
 
 
+def _ci(ratio: float, lo: float, hi: float) -> str:
+    return "-" if pd.isna(ratio) else f"{ratio:.3f} ({lo:.3f}-{hi:.3f})"
+
+
+def _answer_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """An ``answer.csv``'s shown columns: the pooled ratio to real with both CIs, the noise floor, the answer."""
+    return pd.DataFrame({
+        "learner": table["learner"], "trained on": table["source"],
+        "vs trained on real, this suite (95% CI)": [_ci(*r) for r in table[["ratio", "lo", "hi"]]
+                                                    .itertuples(index=False)],
+        "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
+        "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
+        "logs": table["logs"], "windows": table["windows"], "answer": table["answer"]})
+
+
 def study_table(root: Path = ROOT, full: bool = False) -> str:
     """The suite study's answer: per learner and source, the pooled ratio to the same learner trained on real."""
     folder = root / RESULTS / STUDY
     table = pd.read_csv(folder / "answer.csv")
     about = json.loads((folder / "study.json").read_text())
-    ci = lambda r, lo, hi: "-" if pd.isna(r) else f"{r:.3f} ({lo:.3f}-{hi:.3f})"  # noqa: E731
-    shown = pd.DataFrame({
-        "learner": table["learner"], "trained on": table["source"],
-        "vs trained on real, this suite (95% CI)": [ci(*r) for r in table[["ratio", "lo", "hi"]]
-                                                    .itertuples(index=False)],
-        "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
-        "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
-        "logs": table["logs"], "windows": table["windows"], "answer": table["answer"]})
+    shown = _answer_columns(table)
     if not full:
         return tables.markdown(shown, digits=3) + f"\n\n`{about['command']}` ({about['date']}; `results/study_suite/`)."
-    shown["whole split (95% CI)"] = [ci(*r) for r in table[["stream_ratio", "stream_lo", "stream_hi"]]
+    shown["whole split (95% CI)"] = [_ci(*r) for r in table[["stream_ratio", "stream_lo", "stream_hi"]]
                                      .itertuples(index=False)]
     shown["whole split answer"] = table["stream_answer"].fillna("-")
     note = (f"`{about['command']}` ({about['date']}; {about['logs']} logs, {about['wall']}). The learner trained on "
@@ -373,15 +381,10 @@ def study_agents_table(root: Path = ROOT) -> str:
     folder = root / RESULTS / STUDY_AGENTS
     table = pd.read_csv(folder / "answer_agents.csv")
     about = json.loads((folder / "study.json").read_text())
-    shown = pd.DataFrame({
-        "learner": table["learner"], "trained on": table["source"], "seeds": table["seeds"],
-        "vs trained on real, this suite (95% CI)": [f"{r:.3f} ({lo:.3f}-{hi:.3f})" for r, lo, hi in
-                                                    table[["ratio", "lo", "hi"]].itertuples(index=False)],
-        "logs resampled": [f"{lo:.3f}-{hi:.3f}" for lo, hi in table[["lo_logs", "hi_logs"]].itertuples(index=False)],
-        "seeds paired (median; worst)": [f"{m:.3f}; {w:.3f}" for m, w in
-                                         table[["median_seed", "worst_seed"]].itertuples(index=False)],
-        "noise floor": ["-" if pd.isna(f) else f"±{f:.1%}" for f in table["noise_floor"]],
-        "logs": table["logs"], "windows": table["windows"], "answer": table["answer"]})
+    shown = _answer_columns(table)
+    shown.insert(2, "seeds", table["seeds"])
+    shown.insert(5, "seeds paired (median; worst)", [f"{m:.3f}; {w:.3f}" for m, w in
+                                                     table[["median_seed", "worst_seed"]].itertuples(index=False)])
     note = (f"`{about['command']}` ({about['date']}; {about['logs']} logs; `results/study_suite_agents/`). Each "
             "window's score is the mean over the seeds on each side; the seeds' own pooled ratios pair seed k with "
             "real seed k. Noise floor: the real `tuned`'s, which the agents start from.")
