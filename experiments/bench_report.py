@@ -167,12 +167,6 @@ def pooled_headroom(lines: Sequence[dict]) -> float:
     return float(np.mean([math.log(f / x) for f, x, _ in rows]) / room) if room > 0 else float("nan")
 
 
-def pooled_of(row: pd.Series) -> pooled.Pooled:
-    """A ``pooled.csv`` line as :class:`experiments.pooled.Pooled`."""
-    return pooled.Pooled(row["ratio"], row["lo"], row["hi"], row["lo_logs"], row["hi_logs"], int(row["logs"]),
-                         int(row["windows"]))
-
-
 def forest(per_log: pd.DataFrame, pooled_table: pd.DataFrame, reference: str, path: Path,
            rows: Sequence[str] | None = None) -> Path:
     """Each row's per-log ratios to ``reference`` with their CIs, the pooled diamond and the noise floor's band."""
